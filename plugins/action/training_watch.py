@@ -1,0 +1,142 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Follow a training job from the controller, printing progress as it goes.
+
+Runs on the controller for one host of the cluster and polls that host with the
+read-only tfdist.cluster.training_status module. A module alone could not show
+progress while it runs; an action plugin can print between polls.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "work_dir": {"type": "str", "required": True},
+    "cluster_tasks": {"type": "list", "elements": "dict", "required": True},
+    "host": {"type": "str", "required": True},
+    "poll_interval": {"type": "float", "default": 2.0},
+    "timeout": {"type": "float", "default": 3600.0},
+    "progress_every": {"type": "float", "default": 5.0},
+    "startup_grace": {"type": "float", "default": 180.0},
+    "tail_lines": {"type": "int", "default": 25},
+}
+
+
+def format_progress(status):
+    """One human line from the chief's status.json."""
+    step, target = status.get("step") or 0, status.get("target_steps") or 0
+    pct = f" ({100.0 * step / target:.0f}%)" if target else ""
+    parts = [f"step {step}/{target}{pct}"]
+    if status.get("loss") is not None:
+        parts.append(f"loss {status['loss']:.4f}")
+    if status.get("examples_per_sec"):
+        parts.append(f"{status['examples_per_sec']:.0f} examples/s")
+    if status.get("eta_seconds") is not None:
+        parts.append(f"ETA {status['eta_seconds']:.0f}s")
+    return " | ".join(parts)
+
+
+def describe_failure(task, host):
+    code = task.get("returncode")
+    how = f"exited with code {code}" if code is not None else "died without an exit code"
+    if task.get("reason"):
+        how += f" ({task['reason']})"
+    tail = task.get("log_tail") or ""
+    if isinstance(tail, list):
+        tail = "\n".join(tail)
+    return f"TF task {task['name']} on {host} {how}. Last lines of its log:\n{tail}"
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+
+        host = args["host"]
+        local = [t for t in args["cluster_tasks"] if t["host"] == host]
+        remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
+        watches_chief = any(t["type"] == "chief" for t in local)
+        probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_chief else {}
+        module_args = {
+            "work_dir": args["work_dir"],
+            "tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
+            "probe": sorted(probe_names),
+            "tail_lines": args["tail_lines"],
+        }
+
+        started = time.monotonic()
+        seen_up = set()
+        last_line, last_print = None, 0.0
+        while True:
+            probe = self._execute_module(
+                module_name="tfdist.cluster.training_status",
+                module_args=module_args,
+                task_vars=task_vars,
+            )
+            if probe.get("failed"):
+                result.update(failed=True, msg=f"could not read the job's state on {host}: {probe.get('msg')}")
+                return result
+
+            failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
+            if failed:
+                result.update(
+                    failed=True,
+                    failed_tasks=[t["name"] for t in failed],
+                    msg="\n\n".join(describe_failure(t, host) for t in failed),
+                )
+                return result
+
+            elapsed = time.monotonic() - started
+            unreachable = set(probe.get("unreachable") or [])
+            seen_up |= set(probe_names) - unreachable
+            status = probe.get("status") or {}
+            if watches_chief:
+                line = format_progress(status) if status.get("state") in ("running", "done") else None
+                now = time.monotonic()
+                if line and line != last_line and now - last_print >= args["progress_every"]:
+                    display.display(f"[{host}] {line}")
+                    last_line, last_print = line, now
+
+            tasks = {t["name"]: t for t in probe["tasks"]}
+            chief = tasks.get("chief-0")
+            if chief is not None and not chief["running"] and chief.get("returncode") == 0:
+                if last_line != format_progress(status) and status:
+                    display.display(f"[{host}] {format_progress(status)}")
+                result.update(changed=False, status=status, result=probe.get("result"), elapsed=round(elapsed, 1))
+                return result
+            if not watches_chief and tasks and all(not t["running"] and t.get("returncode") == 0 for t in tasks.values()):
+                result.update(changed=False, tasks=list(tasks.values()), elapsed=round(elapsed, 1))
+                return result
+
+            # A task on another host is dead when it stops answering after having
+            # answered, or never answers within the start-up grace period.
+            dead = [a for a in unreachable if a in seen_up or elapsed > args["startup_grace"]]
+            if watches_chief and dead and (chief is None or chief["running"]):
+                names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
+                result.update(
+                    failed=True,
+                    failed_tasks=[probe_names[a]["name"] for a in sorted(dead)],
+                    msg=f"TF task(s) {names} stopped answering while the chief is training. "
+                        "Its host's own watch reports its log; see also the task logs under the job folder.",
+                )
+                return result
+
+            if elapsed > args["timeout"]:
+                result.update(failed=True, msg=f"training did not finish within timeout={args['timeout']:.0f}s "
+                                               f"(last progress: {format_progress(status) if status else 'none'})")
+                return result
+            time.sleep(args["poll_interval"])

@@ -1,0 +1,179 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_report
+short_description: Write the run summary and the loss curve of a finished training job
+description:
+  - Reads the chief's C(result.json) and C(history.csv) that were collected into O(artifacts_dir)
+    and writes C(summary.json) next to them, adding the wall-clock seconds of each deploy phase.
+  - Draws the loss curve as C(loss.png) when matplotlib is available.
+version_added: 0.1.0
+author: tfdist maintainers
+options:
+  artifacts_dir:
+    description: Folder on the controller with the collected results of one cluster.
+    type: path
+    required: true
+  cluster:
+    description: Cluster name, recorded in the summary.
+    type: str
+    required: true
+  cloud:
+    description: Cloud name, recorded in the summary.
+    type: str
+    required: true
+  clock:
+    description:
+      - Unix times of the deploy phases, each optional C(deploy_started), C(provisioned),
+        C(installed), C(launched).
+    type: dict
+    default: {}
+requirements:
+  - matplotlib (optional, for the loss curve)
+attributes:
+  check_mode:
+    support: none
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Summarize the run
+  tfdist.cluster.training_report:
+    artifacts_dir: artifacts/mycluster
+    cluster: mycluster
+    cloud: local
+    clock: "{{ tfdist_clock }}"
+"""
+
+RETURN = r"""
+summary:
+  description: What was written to summary.json.
+  returned: success
+  type: dict
+  sample:
+    steps: 300
+    initial_step: 0
+    final_loss: 0.12
+    accuracy: 0.96
+    examples_per_sec: 2500.0
+    seconds: {provision: 0.4, install: 6.1, launch_to_first_step: 9.8, training: 8.2, total: 31.0}
+summary_path:
+  description: Path of summary.json.
+  returned: success
+  type: str
+model_path:
+  description: Path of the trained model (loads with C(keras.models.load_model)).
+  returned: success
+  type: str
+loss_curve_path:
+  description: Path of loss.png, empty when matplotlib is missing or no history was recorded.
+  returned: success
+  type: str
+"""
+
+import csv
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    HAS_MATPLOTLIB = True
+except ImportError:
+    HAS_MATPLOTLIB = False
+
+
+def phase_seconds(clock, result):
+    def between(start, end):
+        if start is None or end is None:
+            return None
+        return round(float(end) - float(start), 2)
+
+    return {
+        "provision": between(clock.get("deploy_started"), clock.get("provisioned")),
+        "install": between(clock.get("provisioned"), clock.get("installed")),
+        "launch_to_first_step": between(clock.get("launched"), result.get("first_step_at")),
+        "training": result.get("training_seconds"),
+        "total": between(clock.get("deploy_started"), time.time()),
+    }
+
+
+def read_history(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as handle:
+        return [(int(row["step"]), float(row["loss"])) for row in csv.DictReader(handle)]
+
+
+def draw_loss_curve(history, path, title):
+    steps, losses = zip(*history)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.plot(steps, losses, color="tab:blue", linewidth=1.5)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "artifacts_dir": {"type": "path", "required": True},
+            "cluster": {"type": "str", "required": True},
+            "cloud": {"type": "str", "required": True},
+            "clock": {"type": "dict", "default": {}},
+        },
+        supports_check_mode=False,
+    )
+    folder = module.params["artifacts_dir"]
+    result_path = os.path.join(folder, "result.json")
+    if not os.path.exists(result_path):
+        module.fail_json(msg=f"artifacts_dir: no result.json in {folder}; did the chief finish?")
+    with open(result_path) as handle:
+        result = json.load(handle)
+
+    summary = dict(result)
+    summary.update(
+        cluster=module.params["cluster"],
+        cloud=module.params["cloud"],
+        seconds=phase_seconds(module.params["clock"], result),
+    )
+    summary_path = os.path.join(folder, "summary.json")
+    with open(summary_path, "w") as handle:
+        json.dump(summary, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+
+    curve_path = ""
+    history = read_history(os.path.join(folder, "history.csv"))
+    if history and HAS_MATPLOTLIB:
+        curve_path = os.path.join(folder, "loss.png")
+        title = f"{module.params['cluster']} ({module.params['cloud']}): {summary.get('strategy', '')}"
+        draw_loss_curve(history, curve_path, title)
+    elif history:
+        module.warn("matplotlib is not installed on the controller: no loss.png drawn")
+
+    module.exit_json(
+        changed=True,
+        summary=summary,
+        summary_path=summary_path,
+        model_path=os.path.join(folder, "model", "model.keras"),
+        loss_curve_path=curve_path,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+# The work is done by the action plugin of the same name; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_watch
+short_description: Follow a TF training job until it finishes, printing progress
+description:
+  - Polls the host with M(tfdist.cluster.training_status) every O(poll_interval) seconds.
+  - On the host that runs the chief, prints a progress line (step, loss, examples/s, ETA) as
+    training advances and checks that the TF tasks of the other hosts still answer on their ports.
+  - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
+    the tail of its log; or when a task on another host stops answering while the chief trains.
+  - Returns when the chief has finished successfully (on other hosts: when their tasks have ended cleanly).
+version_added: 0.1.0
+author: tfdist maintainers
+options:
+  work_dir:
+    description: The cluster's job folder on the host.
+    type: str
+    required: true
+  cluster_tasks:
+    description: Every TF task of the cluster (C(name), C(type), C(index), C(host), C(address), C(port)), as made by the C(tfdist.cluster.tf_tasks) filter.
+    type: list
+    elements: dict
+    required: true
+  host:
+    description: Inventory name of this host; its own tasks are watched through their process state.
+    type: str
+    required: true
+  poll_interval:
+    description: Seconds between polls.
+    type: float
+    default: 2.0
+  timeout:
+    description: Seconds after which the watch gives up and fails.
+    type: float
+    default: 3600.0
+  progress_every:
+    description: Least number of seconds between two progress lines.
+    type: float
+    default: 5.0
+  startup_grace:
+    description: Seconds a task on another host may take to answer for the first time.
+    type: float
+    default: 180.0
+  tail_lines:
+    description: Lines of a failed task's log to show.
+    type: int
+    default: 25
+attributes:
+  check_mode:
+    support: full
+    description: Only reads the job's state.
+  diff_mode:
+    support: none
+  action:
+    support: full
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Follow training until the chief is done
+  tfdist.cluster.training_watch:
+    work_dir: /var/lib/tfdist/mycluster
+    cluster_tasks: "{{ hostvars | tfdist.cluster.tf_tasks(groups['tfdist_mycluster']) }}"
+    host: "{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+status:
+  description: The chief's last progress record (step, loss, examples_per_sec, ...).
+  returned: on the chief's host
+  type: dict
+result:
+  description: The chief's result record (steps, final_loss, accuracy, examples_per_sec, ...).
+  returned: on the chief's host, when training succeeded
+  type: dict
+failed_tasks:
+  description: Names of the TF tasks that died.
+  returned: failure
+  type: list
+  elements: str
+elapsed:
+  description: Seconds the watch took.
+  returned: success
+  type: float
+"""

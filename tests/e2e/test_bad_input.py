@@ -1,0 +1,52 @@
+"""Bad input stops before anything is created, with a message naming the field."""
+
+import os
+import socket
+
+import pytest
+
+from conftest import REPO, free_port_block, run_playbook
+
+
+def assert_nothing_created(name):
+    assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{name}.local.yml"))
+    assert not os.path.exists(os.path.join(REPO, "artifacts", name))
+    assert not os.path.exists(os.path.join(REPO, ".cache", "run", name))
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        (["cloud=nowhere"], "cloud: unknown cloud 'nowhere'"),
+        (["tf_workers=0"], "tf_workers: must be a whole number >= 1"),
+        (["tf_ps=-1"], "tf_ps: must be a whole number >= 1"),
+        (["tf_workers=two"], "tf_workers: must be a whole number"),
+        (["tf_train_steps=0"], "tf_train_steps: must be a whole number >= 1"),
+        (["tf_strategy=magic"], "tf_strategy: must be parameter_server or multi_worker_mirrored"),
+        (["tf_strategy=multi_worker_mirrored", "tf_ps=2"], "tf_ps: multi_worker_mirrored uses no parameter servers"),
+        (["tf_script=/nonexistent/train.py"], "tf_script: /nonexistent/train.py does not exist"),
+        (["tf_data=/nonexistent/data.npz"], "tf_data: /nonexistent/data.npz does not exist"),
+    ],
+)
+def test_bad_input_names_the_field(cluster_name, extra, field):
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", *extra)
+    assert result.returncode != 0
+    assert field in result.stdout, result.stdout[-3000:]
+    assert_nothing_created(cluster_name)
+
+
+def test_bad_cluster_name_is_refused():
+    result = run_playbook("playbooks/deploy.yml", "cluster_name=Bad_Name!")
+    assert result.returncode != 0
+    assert "cluster_name: 'Bad_Name!' is not a valid cluster name" in result.stdout, result.stdout[-3000:]
+
+
+def test_port_in_use_stops_before_anything_changes(cluster_name):
+    base = free_port_block(4)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", base + 2))
+        busy.listen()
+        result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}")
+    assert result.returncode != 0
+    assert f"tf_port_base: port {base + 2} (worker-1) is already in use" in result.stdout, result.stdout[-3000:]
+    assert_nothing_created(cluster_name)

@@ -1,0 +1,75 @@
+"""The real thing on cloud=local: 1 chief, 2 workers, 1 ps train, hand back a model, resume."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import REPO, free_port_block, run_inventory, run_playbook, tf_processes
+
+DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
+
+
+@pytest.fixture(scope="module")
+def keras():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras as keras_module
+
+    return keras_module
+
+
+def test_deploy_trains_collects_and_resumes(cluster_name, keras):
+    base = free_port_block(4)
+    common = [f"cluster_name={cluster_name}", f"tf_port_base={base}", "tf_workers=2", "tf_ps=1"]
+    first = run_playbook("playbooks/deploy.yml", *common, "tf_train_steps=200")
+    assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-2000:]
+
+    # The user saw progress while it trained.
+    assert "step " in first.stdout and "examples/s" in first.stdout and "ETA" in first.stdout
+
+    artifacts = os.path.join(REPO, "artifacts", cluster_name)
+    with open(os.path.join(artifacts, "summary.json")) as handle:
+        summary = json.load(handle)
+    assert summary["steps"] == 200
+    assert summary["initial_step"] == 0
+    assert summary["accuracy"] > 0.8, summary  # 10 classes: chance is 0.1
+    assert summary["examples_per_sec"] > 0
+    for phase in ("provision", "install", "launch_to_first_step", "training"):
+        assert summary["seconds"][phase] is not None and summary["seconds"][phase] >= 0, phase
+    for task in ("chief-0", "worker-0", "worker-1", "ps-0"):
+        assert os.path.getsize(os.path.join(artifacts, "logs", f"{task}.log")) > 0, task
+    assert os.path.getsize(os.path.join(artifacts, "loss.png")) > 0
+
+    # The model loads with one call and predicts digits far better than chance.
+    model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
+    data = np.load(DIGITS)
+    predicted = np.argmax(model.predict(data["x"], verbose=0), axis=1)
+    assert (predicted == data["y"]).mean() > 0.8
+
+    # Nothing of the job keeps running (the parameter server included).
+    job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
+    assert tf_processes(job_dir) == []
+
+    # The cluster shows in the inventory, grouped by TF role.
+    graph = run_inventory("--graph")
+    group = "tfdist_" + cluster_name
+    for role in ("chief", "worker", "ps"):
+        assert f"@{group}_{role}:" in graph, graph
+    assert f"{cluster_name}-local" in graph
+
+    # A second deploy with a higher target resumes from the checkpoint.
+    second = run_playbook("playbooks/deploy.yml", *common, "tf_train_steps=300")
+    assert second.returncode == 0, second.stdout[-5000:] + second.stderr[-2000:]
+    with open(os.path.join(artifacts, "summary.json")) as handle:
+        resumed = json.load(handle)
+    assert resumed["initial_step"] == 200
+    assert resumed["steps"] == 300
+    assert tf_processes(job_dir) == []
+
+    # Destroy leaves nothing of the cluster behind but its collected artifacts.
+    gone = run_playbook("playbooks/destroy.yml", f"cluster_name={cluster_name}")
+    assert gone.returncode == 0, gone.stdout[-3000:]
+    assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
+    assert not os.path.exists(job_dir)
+    assert os.path.exists(os.path.join(artifacts, "model", "model.keras"))

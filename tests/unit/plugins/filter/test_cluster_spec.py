@@ -1,0 +1,67 @@
+"""The cluster model: inventory hosts -> TF tasks -> TF_CONFIG cluster spec."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import (
+    tf_cluster_spec,
+    tf_launch_order,
+    tf_task_layout,
+    tf_tasks,
+)
+
+
+def test_layout_has_one_chief_and_indexes_each_type_from_zero():
+    layout = tf_task_layout(2, 1, 1)
+    assert [(t["type"], t["index"]) for t in layout] == [
+        ("chief", 0), ("worker", 0), ("worker", 1), ("ps", 0), ("evaluator", 0)]
+    assert all("port" not in t for t in layout)
+
+
+def test_layout_on_one_node_gives_consecutive_ports():
+    layout = tf_task_layout("2", "1", 0, port_base="5000")
+    assert [t["port"] for t in layout] == [5000, 5001, 5002, 5003]
+
+
+def test_one_node_hosting_every_task():
+    hostvars = {"local": {"tfdist_private_ip": "127.0.0.1", "tfdist_tasks": tf_task_layout(2, 1, port_base=2222)}}
+    tasks = tf_tasks(hostvars, ["local"])
+    assert [t["name"] for t in tasks] == ["chief-0", "worker-0", "worker-1", "ps-0"]
+    assert tf_cluster_spec(tasks) == {
+        "chief": ["127.0.0.1:2222"],
+        "worker": ["127.0.0.1:2223", "127.0.0.1:2224"],
+        "ps": ["127.0.0.1:2225"],
+    }
+
+
+def test_one_task_per_node_from_tags_uses_private_addresses():
+    hostvars = {
+        "c-worker-1": {"tfdist_role": "worker", "tfdist_task_index": 1, "tfdist_private_ip": "10.0.0.3", "ansible_host": "1.2.3.4"},
+        "c-chief-0": {"tfdist_role": "chief", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.1"},
+        "c-worker-0": {"tfdist_role": "worker", "tfdist_task_index": 0, "ansible_host": "10.0.0.2"},
+        "c-ps-0": {"tfdist_role": "ps", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.4"},
+        "c-evaluator-0": {"tfdist_role": "evaluator", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.5"},
+    }
+    tasks = tf_tasks(hostvars, list(hostvars), 2222)
+    spec = tf_cluster_spec(tasks)
+    assert spec == {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"], "ps": ["10.0.0.4:2222"]}
+    assert [t["name"] for t in tf_launch_order(tasks)] == ["ps-0", "worker-0", "worker-1", "evaluator-0", "chief-0"]
+
+
+@pytest.mark.parametrize(
+    "hostvars, message",
+    [
+        ({"a": {"tfdist_role": "worker", "tfdist_task_index": 0}}, "exactly one chief"),
+        ({"a": {"tfdist_role": "chief", "tfdist_task_index": 0},
+          "b": {"tfdist_role": "worker", "tfdist_task_index": 1}}, "worker task indexes must be 0..0"),
+        ({"a": {"tfdist_role": "chief", "tfdist_task_index": 0},
+          "b": {"tfdist_role": "chief", "tfdist_task_index": 0}}, "chief-0 is defined twice"),
+        ({"a": {"tfdist_role": "janitor", "tfdist_task_index": 0}}, "unknown TF task type 'janitor'"),
+        ({"a": {"ansible_host": "x"}}, "neither tfdist_tasks nor tfdist_role"),
+        ({"a": {"tfdist_tasks": [{"type": "chief", "index": 0, "port": 1}, {"type": "ps", "index": 0, "port": 1}]}},
+         "share one address and port"),
+    ],
+)
+def test_inconsistent_clusters_are_refused(hostvars, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        tf_tasks(hostvars, list(hostvars))

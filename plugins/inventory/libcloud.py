@@ -1,0 +1,178 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+name: libcloud
+short_description: TensorFlow cluster nodes on any cloud, through apache-libcloud
+description:
+  - Lists the nodes created by M(tfdist.cluster.libcloud_node) (nodes tagged C(tfdist_cluster), C(tfdist_role)
+    and C(tfdist_index), or named C({cluster}-{role}-{index}) on drivers that keep no tags), with one
+    C(list_nodes) call. Other nodes are ignored.
+  - Hosts are named after the nodes and grouped in C(tfdist_<cluster>), C(tfdist_<cluster>_<role>) and the bare
+    role groups C(chief), C(worker), C(ps) and C(evaluator); dashes in group names become underscores.
+  - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_task_index), C(tfdist_public_ip),
+    C(tfdist_private_ip) and C(libcloud_id), C(libcloud_name), C(libcloud_state), C(libcloud_provider),
+    C(libcloud_size), C(libcloud_image), C(libcloud_extra). Values from the cloud are marked unsafe,
+    so they are never templated.
+  - Uses a YAML configuration file whose name ends with C(.libcloud.yml) or C(.libcloud.yaml).
+  - O(provider), O(region), O(credentials) and O(driver_options) may be templates, for example to read a secret
+    with the P(ansible.builtin.env#lookup) lookup.
+author: tfdist maintainers
+extends_documentation_fragment:
+  - tfdist.cluster.libcloud
+  - constructed
+  - inventory_cache
+options:
+  plugin:
+    description: Marks this as an instance of the C(tfdist.cluster.libcloud) plugin.
+    type: str
+    required: true
+    choices: [tfdist.cluster.libcloud]
+  clusters:
+    description: Names of the clusters to include. All tfdist clusters when empty.
+    type: list
+    elements: str
+    default: []
+  states:
+    description: Libcloud node states to include.
+    type: list
+    elements: str
+    default: [running]
+  address:
+    description:
+      - Which IP becomes C(ansible_host). When a node has none of that kind, the other kind is used.
+    type: str
+    choices: [public, private]
+    default: public
+'''
+
+EXAMPLES = r'''
+# inventories/aws.libcloud.yml: the running nodes of every tfdist cluster in one EC2 region
+plugin: tfdist.cluster.libcloud
+provider: ec2
+region: eu-west-1
+
+---
+# Only cluster "tfdist", reached on private IPs, the password read from the environment, cached
+plugin: tfdist.cluster.libcloud
+provider: openstack
+credentials:
+  password: "{{ lookup('ansible.builtin.env', 'TFDIST_OS_PASSWORD') }}"
+clusters: [tfdist]
+address: private
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: .cache/inventory
+keyed_groups:
+  - key: libcloud_size
+    prefix: size
+compose:
+  tf_port: 2222
+'''
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.basic import missing_required_lib
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.unsafe_proxy import wrap_var
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
+    HAS_LIBCLOUD,
+    ROLES,
+    TfdistCloudError,
+    get_driver,
+    list_cluster_nodes,
+    node_to_dict,
+    pick_address,
+    validate_cluster_name,
+)
+
+
+def _group_name(*parts):
+    # Cluster names are validated to [a-z0-9-], so dashes are the only characters unsafe in a group name.
+    return '_'.join(parts).replace('-', '_')
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+
+    NAME = 'tfdist.cluster.libcloud'
+
+    def verify_file(self, path):
+        return super().verify_file(path) and path.endswith(('.libcloud.yml', '.libcloud.yaml'))
+
+    def _fetch_nodes(self):
+        """The tfdist nodes as JSON-safe dicts (what the cache stores), from one list_nodes() call."""
+        options = dict((name, self.templar.template(self.get_option(name)))
+                       for name in ('provider', 'region', 'credentials', 'driver_options'))
+        try:
+            driver = get_driver(**options)
+            nodes = list_cluster_nodes(driver)
+        except TfdistCloudError as e:
+            raise AnsibleError('%s: %s' % (self.NAME, e)) from e
+        except Exception as e:  # libcloud raises many types (auth, HTTP, network)
+            raise AnsibleError('%s: %s provider error: %s' % (self.NAME, options['provider'], e)) from e
+        return [dict(node_to_dict(node), libcloud_provider=options['provider']) for node, identity in nodes]
+
+    def _populate(self, nodes):
+        clusters = self.get_option('clusters')
+        states = self.get_option('states')
+        strict = self.get_option('strict')
+        for role in ROLES:
+            self.inventory.add_group(role)
+        for node in nodes:
+            if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
+                continue
+            host = self.inventory.add_host(wrap_var(node['name']))
+            cluster_group = self.inventory.add_group(_group_name('tfdist', node['cluster']))
+            role_group = self.inventory.add_group(_group_name('tfdist', node['cluster'], node['role']))
+            for group in (cluster_group, role_group, node['role']):
+                self.inventory.add_child(group, host)
+            hostvars = {
+                'ansible_host': pick_address(node['public_ips'], node['private_ips'], self.get_option('address')),
+                'tfdist_cluster': node['cluster'],
+                'tfdist_role': node['role'],
+                'tfdist_task_index': node['index'],
+                'tfdist_public_ip': pick_address(node['public_ips'], []),
+                'tfdist_private_ip': pick_address([], node['private_ips']),
+                'libcloud_id': node['id'],
+                'libcloud_name': node['name'],
+                'libcloud_state': node['state'],
+                'libcloud_provider': node['libcloud_provider'],
+                'libcloud_size': node['size'],
+                'libcloud_image': node['image'],
+                'libcloud_extra': node['extra'],
+            }
+            for name, value in hostvars.items():
+                self.inventory.set_variable(host, name, wrap_var(value))
+
+            variables = self.inventory.get_host(host).get_vars()
+            self._set_composite_vars(self.get_option('compose'), variables, host, strict=strict)
+            self._add_host_to_composed_groups(self.get_option('groups'), variables, host, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option('keyed_groups'), variables, host, strict=strict)
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        if not HAS_LIBCLOUD:
+            raise AnsibleError(missing_required_lib('apache-libcloud'))
+        self._read_config_data(path)
+        try:
+            for n, cluster in enumerate(self.get_option('clusters')):
+                validate_cluster_name(cluster, 'clusters[%d]' % n)
+        except TfdistCloudError as e:
+            raise AnsibleError('%s: %s' % (self.NAME, e)) from e
+
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option('cache') and cache
+        update_cache = self.get_option('cache') and not cache
+        nodes = None
+        if use_cache:
+            try:
+                nodes = self._cache[cache_key]
+            except KeyError:
+                update_cache = True
+        if nodes is None:
+            nodes = self._fetch_nodes()
+        if update_cache:
+            self._cache[cache_key] = nodes
+        self._populate(nodes)

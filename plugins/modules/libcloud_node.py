@@ -1,0 +1,505 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: libcloud_node
+short_description: Create and remove the nodes of a TensorFlow cluster on any cloud with apache-libcloud
+description:
+  - Declares how many nodes each TensorFlow role (chief, worker, ps, evaluator) of a cluster has, and creates
+    or removes nodes until the cloud matches, like M(amazon.aws.ec2_instance) with its C(exact_count) option.
+  - Nodes are named C({cluster}-{role}-{index}) and tagged with C(tfdist_cluster), C(tfdist_role) and
+    C(tfdist_index) (EC2 and OpenStack metadata, Azure tags, GCE labels). On drivers that keep no tags the
+    name alone identifies the node.
+  - The cluster's nodes are found with a single C(list_nodes) call. Missing nodes get the lowest free
+    indexes; surplus nodes are removed highest index first. The nodes of one role are created together.
+  - If a node cannot be created, the nodes this run created are destroyed again and the task fails.
+  - Roles not listed in O(roles) are left as they are; give them O(roles[].count=0) to remove their nodes.
+author: tfdist maintainers
+extends_documentation_fragment:
+  - tfdist.cluster.libcloud
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+    details: Computes the plan (returned as RV(plan)), resolving sizes and images, and changes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: full
+    details: The diff lists the names of the cluster's nodes before and after.
+  idempotent:
+    description: When run twice in a row with the same arguments, the second run reports no change.
+    support: full
+options:
+  cluster:
+    description:
+      - Name of the cluster. Lowercase letters, digits and dashes, starting with a letter, at most 40 characters.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) makes each role listed in O(roles) have exactly its O(roles[].count) nodes.
+      - V(absent) destroys every node of the cluster.
+    type: str
+    choices: [present, absent]
+    default: present
+  roles:
+    description:
+      - The nodes wanted per TensorFlow role. Used with O(state=present).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      role:
+        description: The TensorFlow task type.
+        type: str
+        required: true
+        choices: [chief, worker, ps, evaluator]
+      count:
+        description: Exact number of nodes of this role, 0 or more.
+        type: int
+        required: true
+      size:
+        description:
+          - Id or name of the libcloud size (instance type, flavor, machine type).
+          - Required when nodes of this role must be created.
+        type: str
+      image:
+        description:
+          - Id or name of the libcloud image.
+          - Required when nodes of this role must be created.
+        type: str
+      location:
+        description: Id or name of the libcloud location (zone, datacenter) for new nodes.
+        type: str
+      create_args:
+        description:
+          - Extra keyword arguments for the driver's C(create_node), such as C(ex_keyname) or C(ex_security_groups).
+          - Tags given under the driver's tag argument (for example C(ex_metadata)) are kept next to the tfdist tags.
+        type: dict
+        default: {}
+  wait:
+    description: Wait until new nodes are running and have an address of the O(address) kind.
+    type: bool
+    default: true
+  wait_timeout:
+    description: How many seconds to wait in all, for the nodes to run and for O(wait_for_port).
+    type: int
+    default: 600
+  wait_for_port:
+    description:
+      - Also wait until this TCP port accepts connections on each new node's address, for example V(22) for SSH.
+      - Only with O(wait=true).
+    type: int
+  address:
+    description:
+      - Which IP address to wait for and to return as C(address) on each node.
+      - When a node has no address of that kind, C(address) falls back to the other kind.
+    type: str
+    choices: [public, private]
+    default: public
+notes:
+  - Besides the new nodes, the wait covers existing nodes of the cluster still in state C(pending),
+    for example those left by an interrupted run, even when nothing else changes.
+  - Sizes and images are looked up with the driver's C(list_sizes) and C(list_images), once per run and only
+    when nodes must be created.
+'''
+
+EXAMPLES = r'''
+- name: Create a cluster of one chief and three workers on EC2
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: eu-west-1
+    cluster: tfdist
+    roles:
+      - role: chief
+        count: 1
+        size: m5.xlarge
+        image: ami-0123456789abcdef0
+      - role: worker
+        count: 3
+        size: m5.xlarge
+        image: ami-0123456789abcdef0
+        create_args:
+          ex_keyname: tfdist
+          ex_security_groups: [tfdist]
+    wait_for_port: 22
+  register: tfdist_nodes
+
+- name: Scale the workers down to one (removes the highest indexes, tfdist-worker-2 and tfdist-worker-1)
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: eu-west-1
+    cluster: tfdist
+    roles:
+      - role: worker
+        count: 1
+        size: m5.xlarge
+        image: ami-0123456789abcdef0
+
+- name: Use an emulated EC2 endpoint on localhost
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: us-east-1
+    credentials:
+      access_key: test
+      secret_key: test
+    driver_options:
+      host: 127.0.0.1
+      port: 5000
+      secure: false
+      signature_version: "4"
+    cluster: tfdist
+    roles:
+      - role: worker
+        count: 2
+        size: t2.micro
+        image: ami-12345678
+
+- name: Remove the whole cluster
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: eu-west-1
+    cluster: tfdist
+    state: absent
+'''
+
+RETURN = r'''
+created:
+  description: The nodes this run created, with the same fields as RV(nodes). Empty in check mode.
+  returned: always
+  type: list
+  elements: dict
+removed:
+  description: The nodes this run destroyed, with the same fields as RV(nodes). Empty in check mode.
+  returned: always
+  type: list
+  elements: dict
+nodes:
+  description: All nodes of the cluster after the run (in check mode, as they are now), by role then index.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The provider's node id.
+      type: str
+      sample: i-0123456789abcdef0
+    name:
+      description: The node name, C({cluster}-{role}-{index}).
+      type: str
+      sample: tfdist-worker-1
+    cluster:
+      description: The cluster name.
+      type: str
+      sample: tfdist
+    role:
+      description: The TensorFlow task type.
+      type: str
+      sample: worker
+    index:
+      description: The TensorFlow task index within the role.
+      type: int
+      sample: 1
+    state:
+      description: The libcloud node state.
+      type: str
+      sample: running
+    public_ips:
+      description: The node's public IP addresses.
+      type: list
+      elements: str
+      sample: ["203.0.113.10"]
+    private_ips:
+      description: The node's private IP addresses.
+      type: list
+      elements: str
+      sample: ["10.0.0.12"]
+    address:
+      description: The first IP of the O(address) kind, else of the other kind; null when the node has none.
+      type: str
+      sample: 203.0.113.10
+    size:
+      description: The node's size id, when the driver reports it.
+      type: str
+      sample: m5.xlarge
+    image:
+      description: The node's image id, when the driver reports it.
+      type: str
+      sample: ami-0123456789abcdef0
+    extra:
+      description: The JSON-representable part of the driver's extra node data.
+      type: dict
+      sample: {"tags": {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "1"}}
+plan:
+  description: Per role, the names of the nodes to create and to remove (already done unless in check mode).
+  returned: always
+  type: dict
+  sample: {"worker": {"to_create": ["tfdist-worker-2"], "to_remove": []}}
+'''
+
+import functools
+import itertools
+import socket
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
+    HAS_LIBCLOUD,
+    LIBCLOUD_IMPORT_ERROR,
+    ROLES,
+    TfdistCloudError,
+    cluster_tags,
+    create_nodes,
+    destroy_nodes,
+    find_by_id_or_name,
+    get_driver,
+    list_cluster_nodes,
+    node_name,
+    node_to_dict,
+    tag_create_kwargs,
+    validate_cluster_name,
+)
+
+WAIT_PERIOD = 3
+PORT_POLL = 2
+
+
+def validate_roles(roles):
+    seen = set()
+    for n, spec in enumerate(roles):
+        if spec['count'] < 0:
+            raise TfdistCloudError('roles[%d].count must be 0 or more, got %d' % (n, spec['count']))
+        if spec['role'] in seen:
+            raise TfdistCloudError('roles[%d].role: %s is listed more than once' % (n, spec['role']))
+        seen.add(spec['role'])
+
+
+def plan_role(pairs, count):
+    """Indexes to create and (node, identity) pairs to remove so that `count` nodes with distinct indexes remain."""
+    keep, remove = {}, []
+    for pair in sorted(pairs, key=lambda p: (p[1].index, str(p[0].id))):
+        if pair[1].index in keep:
+            remove.append(pair)  # a second node with the same index, left by an interrupted run
+        else:
+            keep[pair[1].index] = pair
+    remove += [keep.pop(index) for index in sorted(keep, reverse=True)[:max(len(keep) - count, 0)]]
+    free = (index for index in itertools.count() if index not in keep)
+    return [next(free) for dummy in range(count - len(keep))], remove
+
+
+def make_plan(current, roles, state):
+    """{role: {'create': [indexes], 'remove': [(node, identity)]}} for each role concerned."""
+    by_role = {}
+    for pair in current:
+        by_role.setdefault(pair[1].role, []).append(pair)
+    if state == 'absent':
+        return dict((role, {'create': [], 'remove': by_role[role]}) for role in ROLES if role in by_role)
+    plan = {}
+    for spec in roles:
+        create, remove = plan_role(by_role.get(spec['role'], []), spec['count'])
+        plan[spec['role']] = {'create': create, 'remove': remove}
+    return plan
+
+
+def resolve_create_args(driver, roles, plan):
+    """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes.
+
+    Looked up once per run, before anything is created, so a bad size or image fails early.
+    """
+    needed = [(n, spec) for n, spec in enumerate(roles) if plan[spec['role']]['create']]
+    for n, spec in needed:
+        for field in ('size', 'image'):
+            if not spec[field]:
+                raise TfdistCloudError('roles[%d].%s is required to create %s nodes' % (n, field, spec['role']))
+    if not needed:
+        return {}
+    sizes = driver.list_sizes()
+    images = driver.list_images()
+    locations = driver.list_locations() if any(spec['location'] for n, spec in needed) else []
+    resolved = {}
+    for n, spec in needed:
+        args = dict(spec['create_args'])
+        args['size'] = find_by_id_or_name(sizes, spec['size'], 'roles[%d].size' % n)
+        args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image' % n)
+        if spec['location']:
+            args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location' % n)
+        resolved[spec['role']] = args
+    return resolved
+
+
+def wait_for_port(host, port, deadline):
+    """True once host accepts TCP connections on port, False if the deadline passes first."""
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=5):
+                return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(PORT_POLL)
+
+
+class ClusterNodes:
+    """Brings the nodes of one cluster to the wanted counts."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.cluster = self.params['cluster']
+        self.connect = functools.partial(get_driver, self.params['provider'], self.params['region'],
+                                         self.params['credentials'], self.params['driver_options'])
+        self.driver = self.connect()
+
+    def to_dict(self, node):
+        return node_to_dict(node, self.params['address'])
+
+    def fail(self, msg, created=(), removed=()):
+        self.module.fail_json(msg=msg, created=[self.to_dict(n) for n in created],
+                              removed=[self.to_dict(n) for n in removed])
+
+    def create(self, resolved, plan):
+        """Create the planned nodes role by role; on a failure destroy what this run created, then fail."""
+        created = []
+        for role, base_args in resolved.items():
+            indexes = plan[role]['create']
+            requests = []
+            for index in indexes:
+                tags = cluster_tags(self.cluster, role, index)
+                requests.append(dict(base_args, name=node_name(self.cluster, role, index),
+                                     **tag_create_kwargs(self.driver, tags, base_args)))
+            results = create_nodes(self.driver, self.connect, requests)
+            created += [r for r in results if not isinstance(r, Exception)]
+            failures = []
+            for index, request, result in zip(indexes, requests, results):
+                if isinstance(result, Exception):
+                    failures.append((index, result))
+                elif result.name != request['name']:
+                    # A node under another name could not be found again: every run would add one.
+                    failures.append((index, 'the driver named it %r, so later runs could not find it' % result.name))
+            if failures:
+                self.rollback(role, failures, created)
+        return created
+
+    def rollback(self, role, failures, created):
+        msg = '; '.join('Failed to create %s (role %s, index %d): %s'
+                        % (node_name(self.cluster, role, index), role, index, error) for index, error in failures)
+        errors = destroy_nodes(self.connect, created)
+        left = ['%s (%s)' % (node.name, error) for node, error in zip(created, errors) if error is not None]
+        msg += '. Destroyed the %d node(s) this run had created' % (len(created) - len(left))
+        if left:
+            msg += '; could not destroy %s: remove them by hand' % ', '.join(left)
+        self.fail(msg)
+
+    def wait(self, nodes, created):
+        """The nodes, refreshed once running with an address (and answering on wait_for_port)."""
+        timeout = self.params['wait_timeout']
+        deadline = time.monotonic() + timeout
+        try:
+            ready = [node for node, ips in self.driver.wait_until_running(
+                nodes, wait_period=WAIT_PERIOD, timeout=timeout, ssh_interface=self.params['address'] + '_ips')]
+        except Exception as e:
+            self.fail('Nodes %s did not reach running with a %s address: %s'
+                      % (', '.join(n.name for n in nodes), self.params['address'], e), created=created)
+        port = self.params['wait_for_port']
+        if port:
+            silent = [n.name for n in ready if not wait_for_port(self.to_dict(n)['address'], port, deadline)]
+            if silent:
+                self.fail('Timed out after %d seconds waiting for port %d on %s' % (timeout, port, ', '.join(silent)),
+                          created=created)
+        return ready
+
+    def run(self):
+        params = self.params
+        # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
+        current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated']
+        plan = make_plan(current, params['roles'], params['state'])
+        resolved = resolve_create_args(self.driver, params['roles'], plan) if params['state'] == 'present' else {}
+        to_remove = [node for role in plan for node, identity in plan[role]['remove']]
+        changed = bool(to_remove) or any(plan[role]['create'] for role in plan)
+        removed_ids = set(node.id for node in to_remove)
+        kept = [node for node, identity in current if node.id not in removed_ids]
+
+        created, removed = [], []
+        if self.module.check_mode:
+            kept = [node for node, identity in current]  # nothing is removed in check mode
+        else:
+            if changed:
+                created = self.create(resolved, plan)
+            # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
+            pending = created + [node for node in kept if node.state == 'pending']
+            if params['wait'] and pending:
+                fresh = dict((node.id, node) for node in self.wait(pending, created))
+                created = [fresh.get(node.id, node) for node in created]
+                kept = [fresh.get(node.id, node) for node in kept]
+            if to_remove:
+                errors = destroy_nodes(self.connect, to_remove)
+                removed = [node for node, error in zip(to_remove, errors) if error is None]
+                failed = ['%s (%s)' % (node.name, error) for node, error in zip(to_remove, errors) if error is not None]
+                if failed:
+                    self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
+
+        nodes = sorted((self.to_dict(node) for node in kept + created),
+                       key=lambda n: (ROLES.index(n['role']), n['index'], n['id']))
+        result = dict(
+            changed=changed,
+            created=[self.to_dict(node) for node in created],
+            removed=[self.to_dict(node) for node in removed],
+            nodes=nodes,
+            plan=self.plan_names(plan),
+        )
+        if self.module._diff:
+            planned = set(node.name for node, identity in current if node.id not in removed_ids)
+            planned.update(name for role in plan for name in result['plan'][role]['to_create'])
+            result['diff'] = dict(before=dict(nodes=sorted(node.name for node, identity in current)),
+                                  after=dict(nodes=sorted(planned)))
+        self.module.exit_json(**result)
+
+    def plan_names(self, plan):
+        return dict((role, dict(to_create=[node_name(self.cluster, role, index) for index in item['create']],
+                                to_remove=[node.name for node, identity in item['remove']]))
+                    for role, item in plan.items())
+
+
+def main():
+    argument_spec = dict(
+        provider=dict(type='str', required=True),
+        region=dict(type='str'),
+        credentials=dict(type='dict', default={}, no_log=True),
+        driver_options=dict(type='dict', default={}),
+        cluster=dict(type='str', required=True),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        roles=dict(type='list', elements='dict', default=[], options=dict(
+            role=dict(type='str', required=True, choices=list(ROLES)),
+            count=dict(type='int', required=True),
+            size=dict(type='str'),
+            image=dict(type='str'),
+            location=dict(type='str'),
+            create_args=dict(type='dict', default={}),
+        )),
+        wait=dict(type='bool', default=True),
+        wait_timeout=dict(type='int', default=600),
+        wait_for_port=dict(type='int'),
+        address=dict(type='str', default='public', choices=['public', 'private']),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+
+    try:
+        validate_cluster_name(module.params['cluster'])
+        validate_roles(module.params['roles'])
+        ClusterNodes(module).run()
+    except TfdistCloudError as e:
+        module.fail_json(msg=str(e))
+    except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
+        module.fail_json(msg='%s provider error: %s' % (module.params['provider'], e),
+                         exception=traceback.format_exc())
+
+
+if __name__ == '__main__':
+    main()

@@ -24,9 +24,10 @@ ARGUMENT_SPEC = {
     "host": {"type": "str", "required": True},
     "poll_interval": {"type": "float", "default": 2.0},
     "timeout": {"type": "float", "default": 3600.0},
-    "progress_every": {"type": "float", "default": 5.0},
+    "progress_every": {"type": "float", "default": 2.0},
     "startup_grace": {"type": "float", "default": 180.0},
     "tail_lines": {"type": "int", "default": 25},
+    "linger_timeout": {"type": "float", "default": 60.0},
 }
 
 
@@ -80,7 +81,8 @@ class ActionModule(ActionBase):
 
         started = time.monotonic()
         seen_up = set()
-        last_line, last_print = None, 0.0
+        last_step, last_print = None, 0.0
+        chief_done_at = None
         while True:
             probe = self._execute_module(
                 module_name="tfdist.cluster.training_status",
@@ -104,28 +106,34 @@ class ActionModule(ActionBase):
             unreachable = set(probe.get("unreachable") or [])
             seen_up |= set(probe_names) - unreachable
             status = probe.get("status") or {}
-            if watches_chief:
-                line = format_progress(status) if status.get("state") in ("running", "done") else None
+            if watches_chief and status.get("state") == "running" and status.get("step") != last_step:
                 now = time.monotonic()
-                if line and line != last_line and now - last_print >= args["progress_every"]:
-                    display.display(f"[{host}] {line}")
-                    last_line, last_print = line, now
+                if now - last_print >= args["progress_every"]:
+                    display.display(f"[{host}] {format_progress(status)}")
+                    last_step, last_print = status.get("step"), now
 
             tasks = {t["name"]: t for t in probe["tasks"]}
             chief = tasks.get("chief-0")
-            if chief is not None and not chief["running"] and chief.get("returncode") == 0:
-                if last_line != format_progress(status) and status:
+            chief_done = chief is not None and not chief["running"] and chief.get("returncode") == 0
+            if chief_done and chief_done_at is None:
+                chief_done_at = time.monotonic()
+                if status:
                     display.display(f"[{host}] {format_progress(status)}")
-                result.update(changed=False, status=status, result=probe.get("result"), elapsed=round(elapsed, 1))
+            # The job has ended here when every task of this host has ended cleanly
+            # (servers stop by themselves shortly after the chief is gone).
+            still_running = [t["name"] for t in tasks.values() if t["running"]]
+            if chief_done and (not still_running or time.monotonic() - chief_done_at > args["linger_timeout"]):
+                result.update(changed=False, status=status, result=probe.get("result"),
+                              lingering=still_running, elapsed=round(elapsed, 1))
                 return result
-            if not watches_chief and tasks and all(not t["running"] and t.get("returncode") == 0 for t in tasks.values()):
+            if not watches_chief and tasks and not still_running:
                 result.update(changed=False, tasks=list(tasks.values()), elapsed=round(elapsed, 1))
                 return result
 
             # A task on another host is dead when it stops answering after having
             # answered, or never answers within the start-up grace period.
             dead = [a for a in unreachable if a in seen_up or elapsed > args["startup_grace"]]
-            if watches_chief and dead and (chief is None or chief["running"]):
+            if watches_chief and dead and not chief_done:
                 names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
                 result.update(
                     failed=True,

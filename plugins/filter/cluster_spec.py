@@ -103,6 +103,26 @@ def tf_launch_order(tasks):
     return sorted(tasks, key=lambda t: (order.index(t["type"]), int(t["index"])))
 
 
+def tf_role_nodes(role, layout, node_specs):
+    """libcloud_node's entry for one role: one node per task of that role in the layout."""
+    spec = dict(node_specs.get(role) or {})
+    spec.update(role=role, count=sum(1 for t in layout if t["type"] == role))
+    return spec
+
+
+def tf_flags(task, cluster_spec, interface="tf_config"):
+    """The classic command-line flags of a task, for scripts that do not read TF_CONFIG."""
+    if interface == "tf_config":
+        return []
+    return [
+        "--ps_hosts=" + ",".join(cluster_spec.get("ps", [])),
+        "--worker_hosts=" + ",".join(cluster_spec.get("worker", [])),
+        "--chief_host=" + ",".join(cluster_spec.get("chief", [])),
+        f"--job_name={task['type']}",
+        f"--task_index={int(task['index'])}",
+    ]
+
+
 def tf_cluster_spec(tasks):
     """The `cluster` part of TF_CONFIG (evaluators are not part of it)."""
     spec = {}
@@ -114,4 +134,12 @@ def tf_cluster_spec(tasks):
 
 class FilterModule:
     def filters(self):
-        return {"tf_tasks": tf_tasks, "tf_task_layout": tf_task_layout, "tf_launch_order": tf_launch_order, "tf_task_name": tf_task_name, "tf_cluster_spec": tf_cluster_spec}
+        return {
+            "tf_tasks": tf_tasks,
+            "tf_task_layout": tf_task_layout,
+            "tf_task_name": tf_task_name,
+            "tf_launch_order": tf_launch_order,
+            "tf_role_nodes": tf_role_nodes,
+            "tf_cluster_spec": tf_cluster_spec,
+            "tf_flags": tf_flags,
+        }

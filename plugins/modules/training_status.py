@@ -1,0 +1,268 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Read-only probe of a training job on the managed host."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_status
+short_description: Read the state of a training job's tasks, progress and result
+description:
+  - Reads, and never changes, what the tasks supervised by C(tfdist-supervise) left in their task
+    directories, the chief's C(status.json) and C(result.json), and checks ports of tasks on other hosts.
+  - Meant to be called in a loop while a job trains (the C(tfdist.cluster.training_watch) action does).
+version_added: 0.1.0
+author: tfdist maintainers
+options:
+  tasks:
+    description: Tasks on this host, each with its C(name) and task directory C(dir).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Task name, for example V(chief-0).
+        type: str
+        required: true
+      dir:
+        description: The task's directory, as given to M(tfdist.cluster.training_task).
+        type: path
+        required: true
+  work_dir:
+    description: The job's directory on this host; its C(status.json) and C(result.json) are read when present.
+    type: path
+  tail_lines:
+    description: Lines of task.log returned for a task that is not running.
+    type: int
+    default: 20
+  probe:
+    description: C(HOST:PORT) of tasks on other hosts to check with a TCP connect.
+    type: list
+    elements: str
+    default: []
+  probe_timeout:
+    description: Seconds to wait for each probed port.
+    type: float
+    default: 2.0
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+    details: Only reads; check mode runs the same probe.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row with the same arguments, the second run reports no change.
+    support: full
+    details: It only reads.
+"""
+
+EXAMPLES = r"""
+- name: Look at the job
+  tfdist.cluster.training_status:
+    work_dir: /var/lib/tfdist/job
+    tasks:
+      - {name: chief-0, dir: /var/lib/tfdist/job/tasks/chief-0}
+      - {name: ps-0, dir: /var/lib/tfdist/job/tasks/ps-0}
+    probe: [10.0.0.6:2222, 10.0.0.7:2222]
+  register: job
+
+- name: Wait until the chief has finished
+  tfdist.cluster.training_status:
+    work_dir: /var/lib/tfdist/job
+    tasks: [{name: chief-0, dir: /var/lib/tfdist/job/tasks/chief-0}]
+  register: job
+  until: job.failed_tasks or (job.result is not none)
+  retries: 360
+  delay: 5
+  failed_when: job.failed_tasks | length > 0
+"""
+
+RETURN = r"""
+tasks:
+  description: One entry per task of O(tasks), in the same order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Task name.
+      type: str
+    running:
+      description: The task (or its supervisor) runs.
+      type: bool
+    pid:
+      description: Pid of the task's last run, null if it never started.
+      type: int
+    returncode:
+      description: Return code once the run has ended; 0 also for servers stopped after the chief finished.
+      type: int
+    reason:
+      description: C(exited), C(stopped), C(chief finished), C(chief never seen), C(killed by signal N),
+        C(died without exit record) or C(not started); null while running.
+      type: str
+    started_at:
+      description: Seconds since the epoch.
+      type: float
+    finished_at:
+      description: Seconds since the epoch.
+      type: float
+    log_tail:
+      description: The last O(tail_lines) lines of task.log; only for a task that is not running.
+      type: str
+status:
+  description: The chief's status.json (state, step, target_steps, initial_step, loss, examples_per_sec,
+    eta_seconds, started_at, first_step_at, updated_at, ...), null when absent.
+  returned: always
+  type: dict
+status_age:
+  description: Seconds since status.json was last written (by the clock of this host), null when absent.
+  returned: always
+  type: float
+result:
+  description: The chief's result.json (steps, accuracy, examples_per_sec, ...), null until the job has finished.
+  returned: always
+  type: dict
+unreachable:
+  description: The entries of O(probe) whose port does not answer.
+  returned: always
+  type: list
+  elements: str
+failed_tasks:
+  description: Names of tasks that ended with a non-zero return code or died without an exit record
+    (a task stopped on purpose does not count).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def proc_starttime(pid):
+    """Kernel start time of pid, None if it does not run (or is a zombie)."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        if os.path.isdir("/proc/self"):
+            return None
+        try:  # no procfs: existence only
+            os.kill(int(pid), 0)
+            return 0
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return 0
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def alive(pid, starttime):
+    """Same rule as tfdist-supervise: the pid runs and was not reused by another process."""
+    if not pid:
+        return False
+    current = proc_starttime(pid)
+    return current is not None and (starttime is None or current == 0 or current == starttime)
+
+
+def log_tail(task_dir, lines):
+    try:
+        with open(os.path.join(task_dir, "task.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 256 * max(lines, 1) - 4096))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def task_state(name, task_dir, tail_lines):
+    """The task's state from the files tfdist-supervise writes (see its docstring)."""
+    meta = read_json(os.path.join(task_dir, "task.json")) or {}
+    exit_info = read_json(os.path.join(task_dir, "exit.json"))
+    running = alive(meta.get("pid"), meta.get("pid_starttime")) or alive(
+        meta.get("supervisor_pid"), meta.get("supervisor_starttime"))
+    state = {"name": name, "running": running, "pid": meta.get("pid"), "returncode": None, "reason": None,
+             "started_at": meta.get("started_at"), "finished_at": None}
+    if running:
+        return state
+    if exit_info is not None:
+        state.update(returncode=exit_info.get("returncode"), reason=exit_info.get("reason"),
+                     finished_at=exit_info.get("finished_at"))
+    elif meta:
+        state["reason"] = "died without exit record"
+    else:
+        state["reason"] = "not started"
+    state["log_tail"] = log_tail(task_dir, tail_lines)
+    return state
+
+
+def failed(state):
+    if state["running"] or state["reason"] in ("not started", "stopped"):
+        return False
+    return state["reason"] == "died without exit record" or state["returncode"] != 0
+
+
+def answers(address, timeout):
+    host, port = address.rpartition(":")[::2]
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            tasks=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                dir=dict(type="path", required=True),
+            )),
+            work_dir=dict(type="path"),
+            tail_lines=dict(type="int", default=20),
+            probe=dict(type="list", elements="str", default=[]),
+            probe_timeout=dict(type="float", default=2.0),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    tasks = [task_state(t["name"], t["dir"], p["tail_lines"]) for t in p["tasks"]]
+    status = result = age = None
+    if p["work_dir"]:
+        status_path = os.path.join(p["work_dir"], "status.json")
+        status = read_json(status_path)
+        if status is not None:
+            try:
+                age = round(time.time() - os.path.getmtime(status_path), 1)
+            except OSError:
+                pass
+        result = read_json(os.path.join(p["work_dir"], "result.json"))
+    unreachable = [a for a in p["probe"] if not answers(a, p["probe_timeout"])]
+    module.exit_json(
+        changed=False,
+        tasks=tasks,
+        status=status,
+        status_age=age,
+        result=result,
+        unreachable=unreachable,
+        failed_tasks=[t["name"] for t in tasks if failed(t)],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Start or stop one supervised TensorFlow task on the managed host."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_task
+short_description: Start or stop one supervised TensorFlow task
+description:
+  - Runs one TF task (chief, worker, ps or evaluator) in the background under C(tfdist-supervise),
+    which keeps its log, pids and exit record in O(dir).
+  - O(state=started) makes sure a run of the task is in progress. A task that is running with the
+    same configuration is left alone (C(changed=false)); one running with another configuration is
+    restarted. A task whose previous run has ended, successfully or not, is launched again, so a
+    second run of a deploy playbook relaunches a finished job, which resumes from its checkpoint
+    (set O(rerun_finished=false) to leave a task that finished with return code 0 alone).
+  - The configuration is a SHA-256 of O(command), O(env), O(chdir), the stop-when-gone settings and
+    the contents of O(env_file), O(env_from_files) and O(watch_files), unless O(config_hash) is given.
+    It is kept in O(dir)/config.sha256.
+version_added: 0.1.0
+author: tfdist maintainers
+options:
+  name:
+    description: Task name, for example V(worker-1); shown in the log and the status.
+    type: str
+    required: true
+  dir:
+    description: The task's own directory (created when missing); holds task.log, task.pid, supervisor.pid,
+      task.json and exit.json.
+    type: path
+    required: true
+  state:
+    description:
+      - V(started) ensures a run is in progress, see the description.
+      - V(stopped) stops the task and its supervisor (SIGTERM to its process group, then SIGKILL).
+      - V(absent) stops it and removes O(dir).
+    type: str
+    choices: [started, stopped, absent]
+    default: started
+  command:
+    description: The program and its arguments. Required with O(state=started).
+    type: list
+    elements: str
+  env:
+    description:
+      - Extra environment variables of the task. Values may be secrets, so they are never logged;
+        they reach the task through the supervisor's environment, not through a file or its command line.
+      - Ansible masks every occurrence of these values in the module's result, so a short value such as V(1)
+        garbles it (pids, times); pass values that are not secret with O(env_file) or O(env_from_files).
+    type: dict
+    default: {}
+  env_file:
+    description: File of C(KEY=VALUE) lines added to the task's environment.
+    type: path
+  env_from_files:
+    description: >-
+      Environment variables set to the contents of a file, for example
+      C(TF_CONFIG) set from the task's C(tf_config.json).
+    type: dict
+    default: {}
+  watch_files:
+    description: Files whose contents count as configuration (for example the training script), so that a changed
+      file restarts a running task.
+    type: list
+    elements: path
+    default: []
+  chdir:
+    description: Working directory of the task. Defaults to O(dir).
+    type: path
+  stop_when_gone:
+    description:
+      - C(HOST:PORT) of the chief. Once that port has answered and then stops answering for O(gone_grace) seconds,
+        the supervisor stops the task and records return code 0 (reason C(chief finished)).
+      - Meant for ps and worker tasks of V(parameter_server) jobs, which never exit on their own.
+    type: str
+  gone_grace:
+    description: Seconds the chief's port must stay silent before the task is stopped.
+    type: int
+    default: 20
+  never_seen_timeout:
+    description: Stop the task when the chief's port has not answered at all within this many seconds.
+    type: int
+    default: 1800
+  supervisor:
+    description: Path of the C(tfdist-supervise) script on the host. Default is the one on E(PATH).
+    type: path
+  python:
+    description: Python interpreter that runs the supervisor. Default is the one running this module.
+    type: path
+  config_hash:
+    description: Use this value as the configuration instead of the computed hash.
+    type: str
+  restart:
+    description: Restart the task even when it is running with the same configuration.
+    type: bool
+    default: false
+  rerun_finished:
+    description: Launch a task again whose previous run with the same configuration ended with return code 0.
+    type: bool
+    default: true
+  wait:
+    description: After launching, watch the task for this many seconds and fail if it exits with a non-zero code
+      in that time (the module's result then carries the end of its log).
+    type: int
+    default: 0
+  stop_timeout:
+    description: Seconds to wait for the task to stop before it is killed.
+    type: int
+    default: 15
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+    details: Computes whether the task would be started, restarted or stopped, and changes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row with the same arguments, the second run reports no change.
+    support: partial
+    details: With O(state=started) a finished task is launched again unless O(rerun_finished=false).
+"""
+
+EXAMPLES = r"""
+- name: Start a parameter server that stops itself after the chief has finished
+  tfdist.cluster.training_task:
+    name: ps-0
+    dir: /var/lib/tfdist/job/tasks/ps-0
+    command: [/opt/tfdist/venv/bin/python, /var/lib/tfdist/job/tasks/ps-0/train.py]
+    env_from_files:
+      TF_CONFIG: /var/lib/tfdist/job/tasks/ps-0/tf_config.json
+    watch_files: [/var/lib/tfdist/job/tasks/ps-0/train.py]
+    stop_when_gone: 10.0.0.5:2222
+    supervisor: /usr/local/bin/tfdist-supervise
+
+- name: Start the chief with a secret in its environment
+  tfdist.cluster.training_task:
+    name: chief-0
+    dir: /var/lib/tfdist/job/tasks/chief-0
+    command: [/opt/tfdist/venv/bin/python, /var/lib/tfdist/job/tasks/chief-0/train.py]
+    env:
+      DATA_TOKEN: "{{ vault_data_token }}"
+    env_from_files:
+      TF_CONFIG: /var/lib/tfdist/job/tasks/chief-0/tf_config.json
+    wait: 5
+
+- name: Stop a task
+  tfdist.cluster.training_task:
+    name: worker-1
+    dir: /var/lib/tfdist/job/tasks/worker-1
+    state: stopped
+"""
+
+RETURN = r"""
+pid:
+  description: Pid of the running task or of the run this call launched (which may have ended already);
+    null otherwise. It is also the id of the task's process group.
+  returned: always
+  type: int
+  sample: 12345
+started:
+  description: Whether this call launched a new run.
+  returned: always
+  type: bool
+stopped:
+  description: Whether this call stopped a running task.
+  returned: always
+  type: bool
+config_hash:
+  description: The configuration hash of the task as now requested (O(state=started) only).
+  returned: when state is started
+  type: str
+  sample: 3f0a...
+status:
+  description: The task's state after this call, as C(tfdist-supervise status) reports it.
+  returned: always
+  type: dict
+  contains:
+    running:
+      description: The task or its supervisor runs.
+      type: bool
+    pid:
+      description: Pid of the task's last run.
+      type: int
+    returncode:
+      description: Return code of the last run once it has ended (0 also for servers stopped after the chief).
+      type: int
+    reason:
+      description: C(exited), C(stopped), C(chief finished), C(chief never seen), C(killed by signal N),
+        C(died without exit record) or C(not started).
+      type: str
+    started_at:
+      description: Seconds since the epoch.
+      type: float
+    finished_at:
+      description: Seconds since the epoch.
+      type: float
+log_tail:
+  description: Last lines of task.log when the task failed within O(wait).
+  returned: on failure within O(wait)
+  type: str
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+HASH_FILE = "config.sha256"
+
+
+def file_digest(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None  # a missing file is part of the configuration too
+
+
+def compute_hash(params):
+    p = params
+    material = {
+        "command": p["command"],
+        "env": p["env"],
+        "chdir": p["chdir"],
+        "stop_when_gone": p["stop_when_gone"],
+        "gone_grace": p["gone_grace"],
+        "never_seen_timeout": p["never_seen_timeout"],
+        "env_file": [p["env_file"], file_digest(p["env_file"])] if p["env_file"] else None,
+        "env_from_files": {k: [v, file_digest(v)] for k, v in p["env_from_files"].items()},
+        "watch_files": [[f, file_digest(f)] for f in p["watch_files"]],
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def log_tail(task_dir, lines=30):
+    try:
+        with open(os.path.join(task_dir, "task.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 65536))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class Supervisor:
+    """Calls the tfdist-supervise script and parses its JSON answers."""
+
+    def __init__(self, module):
+        self.module = module
+        self.python = module.params["python"] or sys.executable
+        self.script = module.params["supervisor"] or module.get_bin_path("tfdist-supervise", required=True)
+
+    def call(self, *args, env=None):
+        rc, out, err = self.module.run_command([self.python, self.script, *args], environ_update=env or {})
+        if rc != 0:
+            self.module.fail_json(msg="tfdist-supervise %s failed: %s" % (args[0], (err or out).strip()),
+                                  rc=rc, stdout=out, stderr=err)
+        try:
+            return json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            self.module.fail_json(msg="tfdist-supervise %s printed no JSON" % args[0], stdout=out, stderr=err)
+
+    def status(self, task_dir):
+        if not os.path.isdir(task_dir):
+            return {"running": False, "pid": None, "returncode": None, "reason": "not started",
+                    "started_at": None, "finished_at": None}
+        return self.call("status", "--dir", task_dir)
+
+    def stop(self, task_dir):
+        return self.call("stop", "--dir", task_dir, "--timeout", str(self.module.params["stop_timeout"]))
+
+    def start(self, params):
+        args = ["start", "--name", params["name"], "--dir", params["dir"]]
+        if params["env_file"]:
+            args += ["--env-file", params["env_file"]]
+        for var, path in sorted(params["env_from_files"].items()):
+            args += ["--env-from-file", "%s=%s" % (var, path)]
+        if params["chdir"]:
+            args += ["--chdir", params["chdir"]]
+        if params["stop_when_gone"]:
+            args += ["--stop-when-gone", params["stop_when_gone"], "--gone-grace", str(params["gone_grace"]),
+                     "--never-seen-timeout", str(params["never_seen_timeout"])]
+        args += ["--stop-timeout", str(params["stop_timeout"]), "--"] + params["command"]
+        env = {str(k): str(v) for k, v in params["env"].items()}
+        return self.call(*args, env=env)
+
+
+def plan_started(params, status, old_hash, new_hash):
+    """'keep', 'restart' or 'launch' for state=started."""
+    if status["running"]:
+        if params["restart"] or old_hash != new_hash:
+            return "restart"
+        return "keep"
+    finished_ok = status.get("returncode") == 0 and status.get("reason") != "not started"
+    if finished_ok and not params["rerun_finished"] and old_hash == new_hash:
+        return "keep"
+    return "launch"
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            dir=dict(type="path", required=True),
+            state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
+            command=dict(type="list", elements="str"),
+            env=dict(type="dict", default={}, no_log=True),
+            env_file=dict(type="path"),
+            env_from_files=dict(type="dict", default={}),
+            watch_files=dict(type="list", elements="path", default=[]),
+            chdir=dict(type="path"),
+            stop_when_gone=dict(type="str"),
+            gone_grace=dict(type="int", default=20),
+            never_seen_timeout=dict(type="int", default=1800),
+            supervisor=dict(type="path"),
+            python=dict(type="path"),
+            config_hash=dict(type="str"),
+            restart=dict(type="bool", default=False),
+            rerun_finished=dict(type="bool", default=True),
+            wait=dict(type="int", default=0),
+            stop_timeout=dict(type="int", default=15),
+        ),
+        required_if=[("state", "started", ["command"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    p["dir"] = os.path.abspath(p["dir"])
+    p["env_from_files"] = {str(k): str(v) for k, v in p["env_from_files"].items()}
+    if p["command"] is not None and not p["command"]:
+        module.fail_json(msg="command must not be empty")
+    if p["stop_when_gone"]:
+        host, sep, port = p["stop_when_gone"].rpartition(":")
+        if not sep or not host or not port.isdigit():
+            module.fail_json(msg="stop_when_gone must be HOST:PORT, got %r" % p["stop_when_gone"])
+
+    supervisor = Supervisor(module)
+    task_dir = p["dir"]
+    status = supervisor.status(task_dir)
+    result = dict(changed=False, started=False, stopped=False, pid=status.get("pid") if status["running"] else None,
+                  status=status)
+
+    if p["state"] in ("stopped", "absent"):
+        if status["running"]:
+            result.update(changed=True, stopped=True)
+            if not module.check_mode:
+                result["status"] = supervisor.stop(task_dir)
+            result["pid"] = None
+        if p["state"] == "absent" and os.path.isdir(task_dir):
+            result["changed"] = True
+            if not module.check_mode:
+                shutil.rmtree(task_dir)
+        module.exit_json(**result)
+
+    new_hash = p["config_hash"] or compute_hash(p)
+    old_hash = read_text(os.path.join(task_dir, HASH_FILE))
+    action = plan_started(p, status, old_hash, new_hash)
+    result["config_hash"] = new_hash
+    if action == "keep":
+        module.exit_json(**result)
+
+    result.update(changed=True, started=True, stopped=action == "restart")
+    if module.check_mode:
+        module.exit_json(**result)
+
+    if action == "restart":
+        supervisor.stop(task_dir)
+    os.makedirs(task_dir, exist_ok=True)
+    launched = supervisor.start(p)
+    with open(os.path.join(task_dir, HASH_FILE), "w") as f:
+        f.write(new_hash + "\n")
+    result["pid"] = launched.get("pid")
+
+    deadline = time.time() + p["wait"]
+    status = supervisor.status(task_dir)
+    while status["running"] and time.time() < deadline:
+        time.sleep(0.5)
+        status = supervisor.status(task_dir)
+    result["status"] = status
+    if not status["running"]:
+        if status.get("returncode") != 0:
+            result["log_tail"] = log_tail(task_dir)
+            module.fail_json(msg="task %s exited with code %s (%s) right after it started; last lines of its log:\n%s"
+                             % (p["name"], status.get("returncode"), status.get("reason"), result["log_tail"]),
+                             **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""roles/training/files/tfdist-supervise with real processes and a fake chief port (no TensorFlow)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from local_cluster import SUPERVISOR
+
+
+def supervise(*args, check=True):
+    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=60)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def status(task_dir):
+    return json.loads(supervise("status", "--dir", task_dir).stdout)
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(predicate, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def task_dir(tmp_path):
+    path = str(tmp_path / "task")
+    yield path
+    supervise("stop", "--dir", path, check=False)
+
+
+@pytest.fixture
+def chief_port():
+    """A listening socket standing in for the chief's gRPC port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    yield listener
+    listener.close()
+
+
+def test_server_task_is_stopped_once_the_chief_port_goes_away(task_dir, chief_port):
+    address = "127.0.0.1:%d" % chief_port.getsockname()[1]
+    started = json.loads(supervise("start", "--name", "ps-0", "--dir", task_dir, "--stop-when-gone", address,
+                                   "--gone-grace", "1", "--probe-interval", "0.2", "--", "sleep", "120").stdout)
+    log = os.path.join(task_dir, "task.log")
+    assert wait_until(lambda: "answers" in open(log).read())
+    assert status(task_dir)["running"] is True
+
+    chief_port.close()  # the chief's process ended
+
+    assert wait_until(lambda: not status(task_dir)["running"])
+    final = status(task_dir)
+    assert (final["returncode"], final["reason"]) == (0, "chief finished")
+    assert not alive(started["pid"]) and not alive(started["supervisor_pid"])
+    exit_record = json.load(open(os.path.join(task_dir, "exit.json")))
+    assert exit_record["returncode"] == 0 and exit_record["finished_at"] > 0
+
+
+def test_server_task_is_stopped_when_the_chief_never_answers(task_dir):
+    unused = socket.socket()
+    unused.bind(("127.0.0.1", 0))  # bound but not listening: refuses connections
+    address = "127.0.0.1:%d" % unused.getsockname()[1]
+    try:
+        supervise("start", "--name", "worker-0", "--dir", task_dir, "--stop-when-gone", address,
+                  "--never-seen-timeout", "1", "--probe-interval", "0.2", "--", "sleep", "120")
+        assert wait_until(lambda: not status(task_dir)["running"])
+    finally:
+        unused.close()
+    assert status(task_dir)["reason"] == "chief never seen"
+
+
+def test_output_goes_to_the_log_and_the_exit_code_is_recorded(task_dir):
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+    assert wait_until(lambda: not status(task_dir)["running"])
+
+    final = status(task_dir)
+    assert (final["returncode"], final["reason"]) == (7, "exited")
+    log = open(os.path.join(task_dir, "task.log")).read()
+    assert "out\n" in log and "err\n" in log
+
+
+def test_start_refuses_a_running_task_and_a_missing_program(task_dir, tmp_path):
+    supervise("start", "--name", "w", "--dir", task_dir, "--", "sleep", "60")
+    again = supervise("start", "--name", "w", "--dir", task_dir, "--", "sleep", "60", check=False)
+    assert again.returncode == 1 and "already running" in again.stderr
+
+    missing = supervise("start", "--name", "x", "--dir", str(tmp_path / "other"), "--", "/no/such/program",
+                        check=False)
+    assert missing.returncode == 1 and "/no/such/program" in missing.stderr
+
+
+def test_stop_kills_a_task_that_ignores_sigterm(task_dir):
+    started = json.loads(supervise("start", "--name", "w", "--dir", task_dir, "--stop-timeout", "1", "--",
+                                   "sh", "-c", "trap '' TERM; sleep 60").stdout)
+    t0 = time.time()
+    stopped = json.loads(supervise("stop", "--dir", task_dir).stdout)
+
+    assert stopped["stopped"] is True and stopped["running"] is False and stopped["reason"] == "stopped"
+    assert time.time() - t0 < 10
+    assert not alive(started["pid"])
+    assert json.loads(supervise("stop", "--dir", task_dir).stdout)["stopped"] is False  # idempotent
+
+
+def test_env_file_and_env_from_file_reach_the_task(task_dir, tmp_path):
+    env_file = tmp_path / "env"
+    env_file.write_text("# comment\nMODE=fast=yes\n\nexport OTHER=x\n")
+    tf_config = tmp_path / "tf_config.json"
+    tf_config.write_text('{"task": {"type": "ps", "index": 0}}\n')
+    supervise("start", "--name", "w", "--dir", task_dir, "--env-file", str(env_file),
+              "--env-from-file", "TF_CONFIG=%s" % tf_config, "--",
+              "sh", "-c", 'echo "$MODE|$OTHER|$TF_CONFIG"')
+    assert wait_until(lambda: not status(task_dir)["running"])
+    assert 'fast=yes|x|{"task": {"type": "ps", "index": 0}}' in open(os.path.join(task_dir, "task.log")).read()
+
+
+def test_status_of_an_empty_directory_says_not_started(tmp_path):
+    st = status(str(tmp_path))
+    assert st["running"] is False and st["reason"] == "not started"

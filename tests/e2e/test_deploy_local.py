@@ -73,3 +73,18 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
     assert not os.path.exists(job_dir)
     assert os.path.exists(os.path.join(artifacts, "model", "model.keras"))
+
+
+def test_own_script_with_classic_flags(cluster_name, keras):
+    base = free_port_block(3)
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                          "tf_workers=1", "tf_ps=1", "tf_script=examples/own_script_flags.py",
+                          "tf_script_interface=flags")
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+
+    artifacts = os.path.join(REPO, "artifacts", cluster_name)
+    job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
+    # The script requires the classic flags: a run without them would have failed above.
+    model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
+    assert abs(float(model.predict(np.array([[1.0]]), verbose=0)[0][0]) - 5.0) < 0.2  # y = 3x + 2
+    assert tf_processes(job_dir) == []

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""How much does tfdist add on top of starting the TF processes by hand?
+
+For each round, in one run on this machine:
+  deployed  `ansible-playbook playbooks/deploy.yml` on cloud=local for a fresh cluster,
+            timed from the command's start to the chief's first training step;
+  by hand   the very scripts and TF_CONFIGs that deploy rendered, started directly with
+            `python train.py` (no Ansible, no supervisor) in a fresh job folder,
+            timed from the first process start to the chief's first step (the floor).
+It prints both, their ratio, and the examples/s of each job, and writes
+bench/results/deploy_overhead.json. Usage: bench/deploy_overhead.py [--rounds 3] [--steps 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+CLUSTER = "bench"
+ORDER = ("ps", "worker", "chief")  # servers first, as the training role does
+
+
+def free_port_block(count):
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no block of free ports")
+
+
+def playbook(name, *extra):
+    cmd = [os.path.join(BIN, "ansible-playbook"), f"playbooks/{name}.yml", "-e", f"cluster_name={CLUSTER}"]
+    for var in extra:
+        cmd += ["-e", var]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+
+
+def deployed_round(steps, workers, ps):
+    """Fresh cluster, full deploy; returns (seconds to first step, examples/s, job folder)."""
+    playbook("destroy")
+    base = free_port_block(1 + workers + ps)
+    started = time.time()
+    run = playbook("deploy", f"tf_train_steps={steps}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_port_base={base}")
+    if run.returncode != 0:
+        sys.exit("deploy failed:\n" + run.stdout[-4000:])
+    with open(os.path.join(REPO, "artifacts", CLUSTER, "summary.json")) as handle:
+        summary = json.load(handle)
+    return summary["first_step_at"] - started, summary["examples_per_sec"], summary
+
+
+def by_hand_round(job_dir, python):
+    """The deployed scripts, started directly in a new job folder."""
+    work_dir = tempfile.mkdtemp(prefix="tfdist-bench-")
+    shutil.copytree(os.path.join(job_dir, "data"), os.path.join(work_dir, "data"))
+    tasks = sorted(os.listdir(os.path.join(job_dir, "tasks")), key=lambda n: (ORDER.index(n.split("-")[0]), n))
+    procs = []
+    started = time.time()
+    try:
+        for name in tasks:
+            src = os.path.join(job_dir, "tasks", name)
+            task_dir = os.path.join(work_dir, "tasks", name)
+            os.makedirs(task_dir)
+            with open(os.path.join(src, "tf_config.json")) as handle:
+                tf_config = json.dumps(json.load(handle))
+            log = open(os.path.join(task_dir, "task.log"), "w")
+            procs.append((name, subprocess.Popen(
+                [python, os.path.join(src, "train.py"), "--work_dir", work_dir, "--task_dir", task_dir],
+                env=dict(os.environ, TF_CONFIG=tf_config), stdout=log, stderr=subprocess.STDOUT)))
+        chief = dict(procs)["chief-0"]
+        if chief.wait(timeout=900) != 0:
+            sys.exit("hand-started chief failed, see " + os.path.join(work_dir, "tasks", "chief-0", "task.log"))
+        with open(os.path.join(work_dir, "result.json")) as handle:
+            result = json.load(handle)
+        return result["first_step_at"] - started, result["examples_per_sec"]
+    finally:
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for _, proc in procs:
+            proc.wait(timeout=30)
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ps", type=int, default=1)
+    args = parser.parse_args()
+
+    rows = []
+    for round_no in range(1, args.rounds + 1):
+        deploy_s, deploy_eps, summary = deployed_round(args.steps, args.workers, args.ps)
+        job_dir = os.path.join(REPO, ".cache", "run", CLUSTER)
+        hand_s, hand_eps = by_hand_round(job_dir, sys.executable)
+        rows.append({"deploy_to_first_step_s": deploy_s, "hand_to_first_step_s": hand_s,
+                     "deploy_examples_per_sec": deploy_eps, "hand_examples_per_sec": hand_eps,
+                     "deploy_phases_s": summary["seconds"]})
+        print(f"round {round_no}: to first step deploy {deploy_s:.1f}s, by hand {hand_s:.1f}s "
+              f"(x{deploy_s / hand_s:.2f}); examples/s deploy {deploy_eps:.0f}, by hand {hand_eps:.0f}", flush=True)
+    playbook("destroy")
+    shutil.rmtree(os.path.join(REPO, "artifacts", CLUSTER), ignore_errors=True)
+
+    def median(key):
+        return statistics.median(r[key] for r in rows)
+
+    report = {
+        "setup": {"cloud": "local", "workers": args.workers, "ps": args.ps, "steps": args.steps,
+                  "rounds": args.rounds, "cpus": os.cpu_count()},
+        "rounds": rows,
+        "median": {key: median(key) for key in rows[0] if key != "deploy_phases_s"},
+    }
+    report["start_ratio_deploy_over_hand"] = report["median"]["deploy_to_first_step_s"] / report["median"]["hand_to_first_step_s"]
+    report["throughput_ratio_deploy_over_hand"] = (report["median"]["deploy_examples_per_sec"]
+                                                   / report["median"]["hand_examples_per_sec"])
+    os.makedirs(os.path.join(REPO, "bench", "results"), exist_ok=True)
+    with open(os.path.join(REPO, "bench", "results", "deploy_overhead.json"), "w") as handle:
+        json.dump(report, handle, indent=2)
+    m = report["median"]
+    print()
+    print(f"start to first step (median of {args.rounds}): deploy {m['deploy_to_first_step_s']:.1f}s, "
+          f"by hand {m['hand_to_first_step_s']:.1f}s -> deploy/hand = {report['start_ratio_deploy_over_hand']:.2f}")
+    print(f"examples/s (median): deploy {m['deploy_examples_per_sec']:.0f}, by hand {m['hand_examples_per_sec']:.0f} "
+          f"-> deploy/hand = {report['throughput_ratio_deploy_over_hand']:.2f}")
+    print("written: bench/results/deploy_overhead.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -106,7 +106,8 @@ class ActionModule(ActionBase):
             unreachable = set(probe.get("unreachable") or [])
             seen_up |= set(probe_names) - unreachable
             status = probe.get("status") or {}
-            if watches_chief and status.get("state") == "running" and status.get("step") != last_step:
+            trained = status.get("state") == "running" and status.get("first_step_at")
+            if watches_chief and trained and status.get("step") != last_step:
                 now = time.monotonic()
                 if now - last_print >= args["progress_every"]:
                     display.display(f"[{host}] {format_progress(status)}")

@@ -138,20 +138,14 @@ failed_tasks:
   elements: str
 """
 
-import json
 import os
 import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfdist.cluster.plugins.module_utils._job_files import log_tail, read_json
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def proc_starttime(pid):
@@ -180,14 +174,6 @@ def alive(pid, starttime):
     return current is not None and (starttime is None or current == 0 or current == starttime)
 
 
-def log_tail(task_dir, lines):
-    try:
-        with open(os.path.join(task_dir, "task.log"), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 256 * max(lines, 1) - 4096))
-            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def task_state(name, task_dir, tail_lines):

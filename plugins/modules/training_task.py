@@ -211,6 +211,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfdist.cluster.plugins.module_utils._job_files import log_tail
 
 HASH_FILE = "config.sha256"
 
@@ -247,14 +248,6 @@ def read_text(path):
         return None
 
 
-def log_tail(task_dir, lines=30):
-    try:
-        with open(os.path.join(task_dir, "task.log"), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 65536))
-            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 class Supervisor:

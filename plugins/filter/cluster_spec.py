@@ -103,10 +103,12 @@ def tf_launch_order(tasks):
     return sorted(tasks, key=lambda t: (order.index(t["type"]), int(t["index"])))
 
 
-def tf_role_nodes(role, layout, node_specs):
+def tf_role_nodes(role, layout, node_specs, create_args=None):
     """libcloud_node's entry for one role: one node per task of that role in the layout."""
     spec = dict(node_specs.get(role) or {})
     spec.update(role=role, count=sum(1 for t in layout if t["type"] == role))
+    if create_args:
+        spec["create_args"] = {**create_args, **(spec.get("create_args") or {})}
     return spec
 
 

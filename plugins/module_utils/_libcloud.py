@@ -112,6 +112,16 @@ def register_driver(name, driver):
     _DRIVERS[name] = driver
 
 
+# Imported on first use only, so the docker SDK is needed only by those who use the docker cloud.
+register_driver('docker', 'ansible_collections.tfdist.cluster.plugins.module_utils._docker_driver.DockerNodeDriver')
+
+
+def _ship_docker_driver():  # pragma: no cover - never called
+    # AnsiballZ packs only the module_utils named in import statements, not import path strings: this one
+    # makes it ship _docker_driver with every module that uses this file.
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _docker_driver  # noqa: F401
+
+
 def register_batch_creator(driver_type, func):
     """Use func(driver, requests) to create nodes of drivers of `driver_type`; it returns one Node or exception per request."""
     _BATCH_CREATORS[driver_type] = func

@@ -1,0 +1,283 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""A libcloud compute driver whose nodes are Docker containers reached over SSH like VMs (provider `docker`).
+
+Each node is a container of a local image (see scripts/build-node-image.sh) running sshd, attached only to a
+user-defined bridge network of its cluster (`tfdist-<cluster>`), with no published ports: the host reaches it
+on its bridge IP, the other nodes on the same network on any port. Containers and networks carry the label
+`tfdist.managed=true`; the driver lists, changes and removes nothing else.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import traceback
+
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TAG_CLUSTER, TfdistCloudError
+
+try:
+    import docker
+    from docker.errors import APIError, DockerException, NotFound
+except ImportError:
+    HAS_DOCKER = False
+    DOCKER_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_DOCKER = True
+    DOCKER_IMPORT_ERROR = None
+
+try:
+    from libcloud.compute.base import Node, NodeAuthSSHKey, NodeDriver, NodeImage, NodeLocation, NodeSize
+except ImportError:
+    NodeDriver = object  # _libcloud reports the missing library before any driver is built
+
+MANAGED_LABEL = 'tfdist.managed'
+SIZE_LABEL = 'tfdist.size'
+GIB = 1024 ** 3
+
+# Size id -> (CPUs, memory in GiB); None: no limit. `host` shares the whole machine.
+SIZES = {
+    'small': (1, 2),
+    'medium': (2, 4),
+    'large': (4, 8),
+    'host': (None, None),
+}
+
+# Docker container state -> libcloud NodeState value.
+_STATES = {
+    'running': 'running',
+    'created': 'pending',
+    'restarting': 'pending',
+    'paused': 'paused',
+    'exited': 'stopped',
+    'removing': 'terminated',
+    'dead': 'terminated',
+}
+
+# Installs the key given in the environment, makes this container's own host keys, then serves SSH.
+_NODE_COMMAND = r'''set -e
+mkdir -p /run/sshd /root/.ssh
+chmod 700 /root/.ssh
+if [ -n "$TFDIST_AUTHORIZED_KEY" ]; then
+    printf '%s\n' "$TFDIST_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
+    chmod 600 /root/.ssh/authorized_keys
+fi
+ssh-keygen -A >/dev/null
+exec /usr/sbin/sshd -D -e
+'''
+
+# Threads of one process (libcloud_node creates nodes in parallel) must not create a cluster network twice:
+# Docker allows two networks of the same name.
+_NETWORK_LOCK = threading.Lock()
+
+
+def network_name(cluster):
+    return 'tfdist-%s' % cluster
+
+
+def node_state(docker_state):
+    return _STATES.get(docker_state, 'unknown')
+
+
+def size_limits(size_id):
+    """docker run keyword arguments limiting a container to the size `size_id`."""
+    if size_id not in SIZES:
+        raise TfdistCloudError('Unknown docker size %r; known sizes: %s' % (size_id, ', '.join(SIZES)))
+    cpus, memory = SIZES[size_id]
+    limits = {}
+    if cpus:
+        limits['nano_cpus'] = cpus * 10 ** 9
+    if memory:
+        limits['mem_limit'] = memory * GIB
+    return limits
+
+
+class DockerNodeDriver(NodeDriver):
+    """Nodes are containers of the local Docker Engine; no credentials (the socket's permissions apply)."""
+
+    name = 'Docker Engine (tfdist)'
+    website = 'https://docs.docker.com/engine/'
+    type = 'docker'
+    features = {'create_node': ['ssh_key']}
+
+    def __init__(self, host=None, timeout=60, region=None, **kwargs):
+        """`host`: the engine's URL (unix:///var/run/docker.sock, tcp://...), else DOCKER_HOST or the default socket.
+
+        `region` is accepted and ignored, as a local engine has none.
+        """
+        if not HAS_DOCKER:
+            raise TfdistCloudError(missing_required_lib('docker', reason='provider docker'))
+        try:
+            if host:
+                self.client = docker.DockerClient(base_url=host, timeout=timeout)
+            else:
+                self.client = docker.from_env(timeout=timeout)
+        except DockerException as e:
+            raise TfdistCloudError('Cannot reach the Docker engine at %s: %s (is dockerd running? '
+                                   'see scripts/ensure-docker.sh)' % (host or 'the default socket', e)) from e
+        self.api = self.client.api  # the low-level API: one HTTP call per method
+        self.connection = None
+
+    # Sizes, images, locations
+
+    def list_sizes(self, location=None):
+        return [NodeSize(id=size_id, name=size_id, ram=memory * 1024 if memory else 0, disk=0, bandwidth=0,
+                         price=0, driver=self, extra={'cpus': cpus})
+                for size_id, (cpus, memory) in SIZES.items()]
+
+    def list_images(self, location=None, ex_only_active=True):
+        """One image per local tag (the tag is both id and name), so an image is picked by its tag."""
+        images = []
+        for image in self.api.images():
+            for tag in image.get('RepoTags') or []:
+                if tag != '<none>:<none>':
+                    images.append(NodeImage(id=tag, name=tag, driver=self,
+                                            extra={'image_id': image['Id'], 'size': image.get('Size')}))
+        return images
+
+    def list_locations(self):
+        return [NodeLocation(id='local', name='local', country='', driver=self)]
+
+    # Nodes
+
+    def list_nodes(self):
+        """The containers labelled tfdist.managed=true, in any state, from one API call."""
+        summaries = self.api.containers(all=True, filters={'label': '%s=true' % MANAGED_LABEL})
+        return [self._to_node(summary) for summary in summaries]
+
+    def create_node(self, name, size, image, location=None, auth=None, ex_metadata=None, ex_network=None,
+                    ex_authorized_key=None, ex_env=None, ex_volumes=None, **kwargs):
+        """Run a container `name` of `image` (a tag) serving SSH on the cluster network; returns its Node.
+
+        ex_metadata: labels (the tfdist tags); ex_network: the network (default tfdist-<tfdist_cluster tag>);
+        ex_authorized_key: public key text for root (or `auth`, a NodeAuthSSHKey); ex_env: environment dict;
+        ex_volumes: volumes as docker-py's run() takes them. Other keyword arguments go to docker-py's
+        containers.create() as they are.
+        """
+        size_id = getattr(size, 'id', size)
+        labels = dict((str(key), str(value)) for key, value in (ex_metadata or {}).items())
+        labels.update({MANAGED_LABEL: 'true', SIZE_LABEL: size_id})
+        cluster = labels.get(TAG_CLUSTER)
+        network = ex_network or (cluster and network_name(cluster))
+        if not network:
+            raise TfdistCloudError('create_node %s: give ex_network or a %s tag in ex_metadata'
+                                   % (name, TAG_CLUSTER))
+        if auth is not None and isinstance(auth, NodeAuthSSHKey):
+            ex_authorized_key = ex_authorized_key or auth.pubkey
+        environment = dict(ex_env or {}, TFDIST_AUTHORIZED_KEY=(ex_authorized_key or '').strip())
+        create_kwargs = dict(size_limits(size_id), **kwargs)
+        self._ensure_network(network, cluster)
+        container = self.client.containers.create(
+            getattr(image, 'id', image), ['/bin/sh', '-c', _NODE_COMMAND], name=name, hostname=name,
+            labels=labels, network=network, environment=environment, volumes=ex_volumes,
+            init=True,  # tini as PID 1 reaps the processes that daemonize under sshd
+            **create_kwargs)
+        try:
+            container.start()
+        except Exception:
+            # Not left behind as a pending node that later runs would wait for.
+            self.api.remove_container(container.id, force=True)
+            raise
+        return self._get_node(container.id)
+
+    def reboot_node(self, node):
+        self.api.restart(node.id, timeout=10)
+        return True
+
+    def start_node(self, node):
+        self.api.start(node.id)
+        return True
+
+    def stop_node(self, node):
+        self.api.stop(node.id, timeout=10)
+        return True
+
+    def destroy_node(self, node):
+        """Remove the container; then its network too if tfdist made it and no container is left on it."""
+        try:
+            self.api.remove_container(node.id, force=True)
+        except NotFound:
+            pass  # already gone: what destroy wants
+        network = (node.extra or {}).get('network')
+        if network:
+            self._remove_network_if_unused(network)
+        return True
+
+    def wait_until_running(self, nodes, wait_period=5, timeout=600, ssh_interface='public_ips', force_ipv4=True,
+                           ex_list_nodes_kwargs=None):
+        # Containers have no public IP: the cluster-network IP is the address to wait for, whatever was asked.
+        return super().wait_until_running(nodes, wait_period=wait_period, timeout=timeout,
+                                          ssh_interface='private_ips', force_ipv4=force_ipv4,
+                                          ex_list_nodes_kwargs=ex_list_nodes_kwargs)
+
+    # Helpers
+
+    def _get_node(self, container_id):
+        summaries = self.api.containers(all=True, filters={'id': container_id})
+        if not summaries:
+            raise TfdistCloudError('container %s vanished right after it was created' % container_id)
+        return self._to_node(summaries[0])
+
+    def _to_node(self, summary):
+        labels = summary.get('Labels') or {}
+        network = (summary.get('HostConfig') or {}).get('NetworkMode')
+        networks = (summary.get('NetworkSettings') or {}).get('Networks') or {}
+        ip = (networks.get(network) or {}).get('IPAddress')
+        size = next((s for s in self.list_sizes() if s.id == labels.get(SIZE_LABEL)), None)
+        image = NodeImage(id=summary.get('Image'), name=summary.get('Image'), driver=self)
+        return Node(
+            id=summary['Id'],
+            name=(summary.get('Names') or ['/' + summary['Id'][:12]])[0].lstrip('/'),
+            state=node_state(summary.get('State')),
+            public_ips=[],
+            private_ips=[ip] if ip else [],
+            driver=self,
+            size=size,
+            image=image,
+            created_at=datetime.datetime.fromtimestamp(summary.get('Created', 0), datetime.timezone.utc),
+            extra={
+                'container_id': summary['Id'],
+                'tags': labels,
+                'network': network,
+                'image': summary.get('Image'),
+                'image_id': summary.get('ImageID'),
+                'docker_state': summary.get('State'),
+                'status': summary.get('Status'),
+            },
+        )
+
+    def _ensure_network(self, network, cluster):
+        with _NETWORK_LOCK:
+            try:
+                self.api.inspect_network(network)
+                return
+            except NotFound:
+                pass
+            labels = {MANAGED_LABEL: 'true'}
+            if cluster:
+                labels[TAG_CLUSTER] = cluster
+            self.api.create_network(network, driver='bridge', labels=labels, check_duplicate=True)
+
+    def _remove_network_if_unused(self, network):
+        with _NETWORK_LOCK:
+            try:
+                labels = self.api.inspect_network(network).get('Labels') or {}
+            except NotFound:
+                return
+            if labels.get(MANAGED_LABEL) != 'true':
+                return  # the user's own network: never ours to remove
+            if self.api.containers(all=True, filters={'network': network}):
+                return
+            try:
+                self.api.remove_network(network)
+            except NotFound:
+                pass
+            except APIError as e:
+                # A container joined it meanwhile (another run): it is still in use, so it stays.
+                if 'active endpoints' not in str(e):
+                    raise

@@ -1,0 +1,198 @@
+"""The `docker` cloud against the real Docker Engine: nodes are containers reached over SSH like VMs.
+
+The session starts the engine with scripts/ensure-docker.sh and builds the base node image with
+scripts/build-node-image.sh --base-only (about a minute the first time, cached after). Every test works on
+clusters with unique names and removes their containers and networks even when it fails.
+"""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+docker = pytest.importorskip("docker", reason="the docker SDK is not installed (pip install -r requirements.txt)")
+
+from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+IMAGE = os.environ.get("TFDIST_BASE_IMAGE", "tfdist/node:bookworm")
+TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
+
+
+def script(name, *args, timeout=900):
+    return subprocess.run(["bash", os.path.join(REPO, "scripts", name), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A docker SDK client of a running engine that has the base node image; skips if no engine can run."""
+    for tool in ("ssh", "ssh-keygen"):
+        if not shutil.which(tool):
+            pytest.skip("%s is not installed" % tool)
+    started = script("ensure-docker.sh", timeout=300)
+    if started.returncode != 0 or subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        said = [line for line in (started.stdout + started.stderr).splitlines() if line.startswith("ensure-docker:")]
+        pytest.skip("the Docker engine does not answer even after scripts/ensure-docker.sh (%s)"
+                    % ("; ".join(said) or "docker info fails"))
+    built = script("build-node-image.sh", "--base-only")
+    assert built.returncode == 0, "scripts/build-node-image.sh --base-only failed:\n" + built.stdout + built.stderr
+    client = docker.from_env()
+    yield client
+    client.close()
+
+
+def remove_cluster(client, cluster):
+    """Remove the containers and the network of `cluster` that tfdist made (and nothing else)."""
+    labels = ["tfdist.managed=true", "tfdist_cluster=%s" % cluster]
+    for container in client.containers.list(all=True, filters={"label": labels}):
+        container.remove(force=True)
+    for network in client.networks.list(filters={"label": labels}):
+        network.remove()
+
+
+def leftovers(client, cluster):
+    labels = ["tfdist_cluster=%s" % cluster]
+    return ([c.name for c in client.containers.list(all=True, filters={"label": labels})]
+            + [n.name for n in client.networks.list(filters={"label": labels})]
+            + [n.name for n in client.networks.list(names=["tfdist-" + cluster]) if n.name == "tfdist-" + cluster])
+
+
+@pytest.fixture(scope="module")
+def ssh_key(tmp_path_factory):
+    key = tmp_path_factory.mktemp("ssh") / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfdist-test", "-f", str(key)], check=True)
+    return key
+
+
+def run_module(**args):
+    """Run tfdist.cluster.libcloud_node in-process with provider docker; returns its JSON result."""
+    out = io.StringIO()
+    args = dict(dict(provider="docker", wait_timeout=120), **args)
+    with patch_module_args(args), contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        libcloud_node.main()
+    return json.loads(out.getvalue())
+
+
+def cluster_roles(key):
+    create_args = {"ex_authorized_key": key.with_suffix(".pub").read_text()}
+    return [dict(role="chief", count=1, size="small", image=IMAGE, create_args=create_args),
+            dict(role="worker", count=2, size="host", image=IMAGE, create_args=create_args)]
+
+
+def new_cluster(request, engine):
+    cluster = "it-%s" % uuid.uuid4().hex[:8]
+    request.addfinalizer(lambda: remove_cluster(engine, cluster))
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def deployed(request, engine, ssh_key):
+    """A 1 chief + 2 worker cluster made by the libcloud_node module: (cluster, module result)."""
+    cluster = new_cluster(request, engine)
+    result = run_module(cluster=cluster, wait_for_port=22, roles=cluster_roles(ssh_key))
+    assert not result.get("failed"), result
+    return cluster, result
+
+
+def test_present_creates_labelled_containers_on_the_cluster_network_only(engine, deployed):
+    cluster, result = deployed
+
+    assert result["changed"] is True
+    assert [(n["name"], n["state"]) for n in result["nodes"]] == [
+        ("%s-chief-0" % cluster, "running"), ("%s-worker-0" % cluster, "running"),
+        ("%s-worker-1" % cluster, "running")]
+    network = engine.networks.get("tfdist-" + cluster)
+    assert network.attrs["Labels"] == {"tfdist.managed": "true", "tfdist_cluster": cluster}
+    for node in result["nodes"]:
+        container = engine.containers.get(node["name"])
+        assert {key: container.labels[key] for key in TAGS} == {
+            "tfdist_cluster": cluster, "tfdist_role": node["role"], "tfdist_index": str(node["index"])}
+        assert container.labels["tfdist.managed"] == "true"
+        assert container.attrs["Config"]["Hostname"] == node["name"]
+        networks = container.attrs["NetworkSettings"]["Networks"]
+        assert list(networks) == ["tfdist-" + cluster]
+        assert node["private_ips"] == [networks["tfdist-" + cluster]["IPAddress"]] and node["public_ips"] == []
+        assert node["address"] == node["private_ips"][0]
+        # Reachable on the cluster network only: nothing published on the host.
+        assert container.ports == {} and not container.attrs["HostConfig"]["PortBindings"]
+        assert container.attrs["HostConfig"]["PublishAllPorts"] is False
+    chief = engine.containers.get("%s-chief-0" % cluster).attrs["HostConfig"]
+    assert (chief["NanoCpus"], chief["Memory"]) == (10 ** 9, 2 * 1024 ** 3)
+
+
+def test_each_node_answers_ssh_with_the_generated_key(deployed, ssh_key):
+    cluster, result = deployed
+    host_keys = set()
+    for node in result["nodes"]:
+        ssh = subprocess.run(
+            ["ssh", "-i", str(ssh_key), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+             "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "root@" + node["address"],
+             "hostname && cat /etc/ssh/ssh_host_ed25519_key.pub"],
+            capture_output=True, text=True, timeout=60)
+        assert ssh.returncode == 0, ssh.stderr
+        hostname, host_key = ssh.stdout.splitlines()
+        assert hostname == node["name"]
+        host_keys.add(host_key)
+    assert len(host_keys) == 3  # every container made its own host keys
+
+
+def test_second_run_changes_nothing(deployed, ssh_key):
+    cluster, first = deployed
+
+    result = run_module(cluster=cluster, roles=cluster_roles(ssh_key))
+
+    assert result["changed"] is False
+    assert [n["id"] for n in result["nodes"]] == [n["id"] for n in first["nodes"]]
+
+
+def test_inventory_groups_the_nodes_by_role_at_their_container_ip(deployed, tmp_path):
+    cluster, result = deployed
+    source = tmp_path / "x.libcloud.yml"
+    source.write_text(yaml.safe_dump(dict(plugin="tfdist.cluster.libcloud", provider="docker", clusters=[cluster])))
+
+    out = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", str(source), "--list"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
+    assert out.returncode == 0, out.stderr
+    inventory = json.loads(out.stdout)
+
+    assert inventory["chief"]["hosts"] == ["%s-chief-0" % cluster]
+    assert sorted(inventory["worker"]["hosts"]) == ["%s-worker-0" % cluster, "%s-worker-1" % cluster]
+    for node in result["nodes"]:
+        # Cloud values are unsafe (never templated); --list shows them as {"__ansible_unsafe": value}.
+        hostvars = dict((key, value["__ansible_unsafe"] if isinstance(value, dict) and "__ansible_unsafe" in value
+                         else value) for key, value in inventory["_meta"]["hostvars"][node["name"]].items())
+        assert hostvars["ansible_host"] == node["private_ips"][0]
+        assert (hostvars["tfdist_role"], hostvars["tfdist_task_index"]) == (node["role"], node["index"])
+        assert hostvars["libcloud_provider"] == "docker"
+
+
+def test_absent_removes_every_container_and_the_network(request, engine, ssh_key):
+    cluster = new_cluster(request, engine)
+    created = run_module(cluster=cluster, roles=cluster_roles(ssh_key))
+    assert len(created["created"]) == 3 and engine.networks.list(names=["tfdist-" + cluster])
+    engine.containers.get("%s-worker-1" % cluster).stop(timeout=1)  # stopped nodes go too
+
+    # Through the ansible CLI this time: AnsiballZ must ship the driver, which _libcloud loads by name.
+    args = json.dumps(dict(provider="docker", cluster=cluster, state="absent"))
+    adhoc = subprocess.run(
+        [os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", "tfdist.cluster.libcloud_node", "-a", args,
+         "-e", "ansible_python_interpreter=" + sys.executable],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert adhoc.returncode == 0, adhoc.stdout + adhoc.stderr
+    result = json.loads(adhoc.stdout.split("=>", 1)[1])  # "localhost | CHANGED => {...}"
+
+    assert result["changed"] is True
+    assert sorted(n["name"] for n in result["removed"]) == sorted(n["name"] for n in created["nodes"])
+    assert leftovers(engine, cluster) == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -28,6 +28,9 @@ ARGUMENT_SPEC = {
     "startup_grace": {"type": "float", "default": 180.0},
     "tail_lines": {"type": "int", "default": 25},
     "linger_timeout": {"type": "float", "default": 60.0},
+    "worker_loss": {"type": "str", "default": "fail", "choices": ["fail", "tolerate"]},
+    "strategy": {"type": "str", "default": "parameter_server"},
+    "connection_retries": {"type": "int", "default": 3},
 }
 
 
@@ -83,17 +86,41 @@ class ActionModule(ActionBase):
         seen_up = set()
         last_step, last_print = None, 0.0
         chief_done_at = None
+        # ParameterServerStrategy goes on without a worker; every other loss stops the job.
+        tolerate = args["worker_loss"] == "tolerate" and args["strategy"] == "parameter_server"
+        only_workers = bool(local) and all(t["type"] == "worker" for t in local)
+        lost, connection_errors = [], 0
         while True:
-            probe = self._execute_module(
-                module_name="tfdist.cluster.training_status",
-                module_args=module_args,
-                task_vars=task_vars,
-            )
+            try:
+                probe = self._execute_module(
+                    module_name="tfdist.cluster.training_status",
+                    module_args=module_args,
+                    task_vars=task_vars,
+                )
+                connection_errors = 0
+            except AnsibleConnectionFailure as error:
+                # One dropped connection is not a lost host: try a few polls more.
+                connection_errors += 1
+                if connection_errors < args["connection_retries"]:
+                    time.sleep(args["poll_interval"])
+                    continue
+                if not (tolerate and only_workers):
+                    raise
+                names = ", ".join(t["name"] for t in local)
+                display.warning(f"{host} is gone ({error}); its task(s) {names} are lost. "
+                                "Training goes on with the other workers (worker_loss=tolerate).")
+                result.update(changed=False, lost_tasks=[t["name"] for t in local])
+                return result
             if probe.get("failed"):
                 result.update(failed=True, msg=f"could not read the job's state on {host}: {probe.get('msg')}")
                 return result
 
             failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
+            for task in failed:
+                if tolerate and task["name"].startswith("worker-") and task["name"] not in lost:
+                    display.warning(describe_failure(task, host) + "\nTraining goes on with the other workers.")
+                    lost.append(task["name"])
+            failed = [t for t in failed if t["name"] not in lost]
             if failed:
                 result.update(
                     failed=True,
@@ -125,15 +152,22 @@ class ActionModule(ActionBase):
             still_running = [t["name"] for t in tasks.values() if t["running"]]
             if chief_done and (not still_running or time.monotonic() - chief_done_at > args["linger_timeout"]):
                 result.update(changed=False, status=status, result=probe.get("result"),
-                              lingering=still_running, elapsed=round(elapsed, 1))
+                              lingering=still_running, lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
             if not watches_chief and tasks and not still_running:
-                result.update(changed=False, tasks=list(tasks.values()), elapsed=round(elapsed, 1))
+                result.update(changed=False, tasks=list(tasks.values()), lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
 
             # A task on another host is dead when it stops answering after having
             # answered, or never answers within the start-up grace period.
             dead = [a for a in unreachable if a in seen_up or elapsed > args["startup_grace"]]
+            for address in dead:
+                task = probe_names[address]
+                if tolerate and task["type"] == "worker" and task["name"] not in lost:
+                    display.warning(f"TF task {task['name']} ({address} on {task['host']}) stopped answering. "
+                                    "Training goes on with the other workers (worker_loss=tolerate).")
+                    lost.append(task["name"])
+            dead = [a for a in dead if probe_names[a]["name"] not in lost]
             if watches_chief and dead and not chief_done:
                 names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
                 result.update(

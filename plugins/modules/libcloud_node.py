@@ -177,6 +177,13 @@ removed:
   returned: always
   type: list
   elements: dict
+started:
+  description:
+    - The stopped nodes of the cluster that this run started again (O(state=present) means running).
+    - In check mode, the nodes that would be started.
+  returned: always
+  type: list
+  elements: dict
 nodes:
   description: All nodes of the cluster after the run (in check mode, as they are now), by role then index.
   returned: always
@@ -267,6 +274,9 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 
 WAIT_PERIOD = 3
 PORT_POLL = 2
+
+
+STARTABLE_STATES = ('stopped', 'suspended', 'paused')
 
 
 def validate_roles(roles):
@@ -395,6 +405,15 @@ class ClusterNodes:
             msg += '; could not destroy %s: remove them by hand' % ', '.join(left)
         self.fail(msg)
 
+    def start(self, nodes, created):
+        """Start the cluster's stopped nodes; returns them."""
+        for node in nodes:
+            try:
+                self.driver.start_node(node)
+            except Exception as e:
+                self.fail('Could not start the stopped node %s: %s' % (node.name, e), created=created)
+        return nodes
+
     def wait(self, nodes, created):
         """The nodes, refreshed once running with an address (and answering on wait_for_port)."""
         timeout = self.params['wait_timeout']
@@ -420,18 +439,21 @@ class ClusterNodes:
         plan = make_plan(current, params['roles'], params['state'])
         resolved = resolve_create_args(self.driver, params['roles'], plan) if params['state'] == 'present' else {}
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
-        changed = bool(to_remove) or any(plan[role]['create'] for role in plan)
         removed_ids = set(node.id for node in to_remove)
         kept = [node for node, identity in current if node.id not in removed_ids]
+        # Present means running: a stopped node of the cluster (a stopped VM or container) is started again.
+        to_start = [node for node in kept if node.state in STARTABLE_STATES] if params['state'] == 'present' else []
+        changed = bool(to_remove) or bool(to_start) or any(plan[role]['create'] for role in plan)
 
-        created, removed = [], []
+        created, removed, started = [], [], []
         if self.module.check_mode:
             kept = [node for node, identity in current]  # nothing is removed in check mode
         else:
             if changed:
                 created = self.create(resolved, plan)
+            started = self.start(to_start, created)
             # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
-            pending = created + [node for node in kept if node.state == 'pending']
+            pending = created + started + [node for node in kept if node.state == 'pending']
             if params['wait'] and pending:
                 fresh = dict((node.id, node) for node in self.wait(pending, created))
                 created = [fresh.get(node.id, node) for node in created]
@@ -449,6 +471,7 @@ class ClusterNodes:
             changed=changed,
             created=[self.to_dict(node) for node in created],
             removed=[self.to_dict(node) for node in removed],
+            started=[self.to_dict(node) for node in (to_start if self.module.check_mode else started)],
             nodes=nodes,
             plan=self.plan_names(plan),
         )

@@ -32,6 +32,11 @@ options:
         C(installed), C(launched).
     type: dict
     default: {}
+  lost_tasks:
+    description: Workers lost during training (worker_loss=tolerate), recorded in the summary.
+    type: list
+    elements: str
+    default: []
 requirements:
   - matplotlib (optional, for the loss curve)
 attributes:
@@ -136,6 +141,7 @@ def main():
             "cluster": {"type": "str", "required": True},
             "cloud": {"type": "str", "required": True},
             "clock": {"type": "dict", "default": {}},
+            "lost_tasks": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=False,
     )
@@ -151,6 +157,7 @@ def main():
         cluster=module.params["cluster"],
         cloud=module.params["cloud"],
         seconds=phase_seconds(module.params["clock"], result),
+        lost_tasks=module.params["lost_tasks"],
     )
     summary_path = os.path.join(folder, "summary.json")
     with open(summary_path, "w") as handle:

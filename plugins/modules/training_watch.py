@@ -51,6 +51,28 @@ options:
     description: Lines of a failed task's log to show.
     type: int
     default: 25
+  linger_timeout:
+    description: Seconds to wait, once the chief is done, for this host's other tasks to stop by themselves.
+    type: float
+    default: 60.0
+  worker_loss:
+    description:
+      - What a lost worker (its task died, or its host is gone) does to the watch.
+      - V(fail) fails the play at once, naming the task and showing its log.
+      - V(tolerate) warns and goes on when O(strategy=parameter_server), which trains on with the
+        remaining workers; the lost tasks are returned in RV(lost_tasks). Losing the chief or a
+        parameter server always fails.
+    type: str
+    choices: [fail, tolerate]
+    default: fail
+  strategy:
+    description: The job's distribution strategy; only V(parameter_server) can tolerate a lost worker.
+    type: str
+    default: parameter_server
+  connection_retries:
+    description: Polls in a row that may fail to reach the host before it counts as gone.
+    type: int
+    default: 3
 attributes:
   check_mode:
     support: full
@@ -80,6 +102,11 @@ result:
   description: The chief's result record (steps, final_loss, accuracy, examples_per_sec, ...).
   returned: on the chief's host, when training succeeded
   type: dict
+lost_tasks:
+  description: Workers lost during training while O(worker_loss=tolerate).
+  returned: success
+  type: list
+  elements: str
 failed_tasks:
   description: Names of the TF tasks that died.
   returned: failure

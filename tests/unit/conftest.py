@@ -61,6 +61,11 @@ class FakeCloud(DummyNodeDriver):
             FakeCloud.nodes.append(node)
         return node
 
+    def start_node(self, node):
+        self.calls["start_node"] += 1
+        node.state = NodeState.RUNNING
+        return True
+
     def destroy_node(self, node):
         with self._lock:
             FakeCloud.nodes = [n for n in FakeCloud.nodes if n.id != node.id]

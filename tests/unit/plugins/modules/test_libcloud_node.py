@@ -205,3 +205,20 @@ def test_pending_nodes_are_waited_for_even_when_nothing_changes(run, cloud, monk
 
     assert result["failed"] is True
     assert result["msg"].startswith("Nodes tfdist-worker-0 did not reach running with a public address")
+
+
+def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
+    run(roles=roles(chief=1, worker=2))
+    stopped = next(node for node in cloud.nodes if node.name == "tfdist-worker-1")
+    stopped.state = "stopped"
+
+    planned = run(check_mode=True, roles=roles(chief=1, worker=2))
+    assert planned["changed"] is True and names(planned["started"]) == ["tfdist-worker-1"]
+    assert stopped.state == "stopped" and cloud.calls["start_node"] == 0
+
+    result = run(roles=roles(chief=1, worker=2))
+    assert result["changed"] is True
+    assert names(result["started"]) == ["tfdist-worker-1"] and result["created"] == []
+    assert stopped.state == "running"
+    assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
+    assert run(roles=roles(chief=1, worker=2))["changed"] is False

@@ -16,15 +16,16 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup deploy destroy test test-unit test-runtime test-e2e lint build bench clean
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
 	@echo "make test     set up and run every test"
 	@echo "make destroy  remove the cluster (CLOUD=..., CLUSTER=...)"
-	@echo "make bench    measure deploy overhead against hand-started TF processes"
+	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make build    build the Galaxy collection tarball into build/"
+	@echo "make images   start Docker and build the docker cloud's node images"
 
 setup: $(STAMP) $(COLLECTION_LINK)
 
@@ -38,6 +39,10 @@ $(STAMP): requirements.txt
 $(COLLECTION_LINK):
 	@mkdir -p $(dir $@)
 	@ln -sfn ../../.. $@
+
+# The docker cloud's engine and node images (built once from Debian packages, then reused).
+images:
+	bash scripts/build-node-image.sh
 
 deploy: setup
 	$(BIN)/ansible-playbook playbooks/deploy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
@@ -63,6 +68,7 @@ build: setup
 
 bench: setup
 	$(BIN)/python bench/deploy_overhead.py
+	$(BIN)/python bench/docker_scaling.py
 
 clean:
 	rm -rf build .pytest_cache

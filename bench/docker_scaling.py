@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""How does configuring a docker cluster grow with its size, and what does a re-run cost?
+
+For N in --sizes (default 2 4 8) nodes, in one run on this machine: a fresh cluster of
+1 chief + N-1 workers (multi_worker_mirrored, one TF task per container) is deployed with
+`playbooks/deploy.yml -e cloud=docker`, then the same command runs again (nothing to change:
+the job has finished), then the cluster is destroyed. It reports the configure time
+(command start to launch: provision + install + lay down), the whole deploy, the idempotent
+re-run as a fraction of the first run, and the growth against the smallest cluster.
+Writes bench/results/docker_scaling.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+
+
+def playbook(name, cluster, *extra):
+    cmd = [os.path.join(BIN, "ansible-playbook"), f"playbooks/{name}.yml", "-e", "cloud=docker",
+           "-e", f"cluster_name={cluster}"]
+    for var in extra:
+        cmd += ["-e", var]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"])
+    started = time.time()
+    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{name} of {cluster} failed:\n{run.stdout[-4000:]}")
+    return started, time.time() - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+    for script in ("ensure-docker.sh", "build-node-image.sh"):
+        subprocess.run(["bash", os.path.join(REPO, "scripts", script)], check=True)
+
+    rows = []
+    for nodes in args.sizes:
+        cluster = f"bench-{nodes}"
+        playbook("destroy", cluster)
+        extra = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}", f"tf_train_steps={args.steps}")
+        started, first = playbook("deploy", cluster, *extra)
+        with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
+            summary = json.load(handle)
+        configure = summary["seconds"]["provision"] + summary["seconds"]["install"]
+        launched = float(summary.get("first_step_at", started)) - started - summary["seconds"]["launch_to_first_step"]
+        _, again = playbook("deploy", cluster, *extra)
+        playbook("destroy", cluster)
+        rows.append({"nodes": nodes, "configure_s": round(launched, 1), "provision_install_s": round(configure, 1),
+                     "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_fraction": round(again / first, 2)})
+        print(f"{nodes} nodes: configure {launched:.1f}s (provision+install {configure:.1f}s), "
+              f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first", flush=True)
+
+    base = rows[0]
+    for row in rows:
+        row["configure_growth"] = round(row["configure_s"] / base["configure_s"], 2)
+    os.makedirs(os.path.join(REPO, "bench", "results"), exist_ok=True)
+    with open(os.path.join(REPO, "bench", "results", "docker_scaling.json"), "w") as handle:
+        json.dump({"steps": args.steps, "cpus": os.cpu_count(), "rows": rows}, handle, indent=2)
+    print()
+    print("configure time against the smallest cluster: "
+          + ", ".join(f"{r['nodes']} nodes x{r['configure_growth']}" for r in rows))
+    print("written: bench/results/docker_scaling.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -159,8 +159,11 @@ class ActionModule(ActionBase):
                 return result
 
             # A task on another host is dead when it stops answering after having
-            # answered, or never answers within the start-up grace period.
-            dead = [a for a in unreachable if a in seen_up or elapsed > args["startup_grace"]]
+            # answered, or never answers within the start-up grace period; but only while
+            # steps remain (multi_worker_mirrored workers leave as soon as the last step is done).
+            training = status.get("state") in (None, "starting", "running") and (
+                status.get("step") or 0) < (status.get("target_steps") or 1)
+            dead = [a for a in unreachable if training and (a in seen_up or elapsed > args["startup_grace"])]
             for address in dead:
                 task = probe_names[address]
                 if tolerate and task["type"] == "worker" and task["name"] not in lost:

@@ -1,28 +1,16 @@
-"""Unit-test set-up: the collection loader, and a fake libcloud cloud shared by the plugin tests."""
+"""Unit-test set-up: a fake libcloud cloud shared by the plugin tests (the collection loader: tests/conftest.py)."""
 
 import collections
 import itertools
-import os
-import sys
 import threading
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(REPO, ".collections")  # holds ansible_collections/tfdist/cluster -> repo (make setup)
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+from libcloud.compute.base import Node
+from libcloud.compute.drivers.dummy import DummyConnection, DummyNodeDriver
+from libcloud.compute.types import NodeState
 
-# Install Ansible's collection loader, as the ansible CLIs do, so plugins load by FQCN with their doc fragments.
-from ansible.plugins.loader import init_plugin_loader  # noqa: E402
-
-init_plugin_loader([COLLECTIONS])
-
-from libcloud.compute.base import Node  # noqa: E402
-from libcloud.compute.drivers.dummy import DummyConnection, DummyNodeDriver  # noqa: E402
-from libcloud.compute.types import NodeState  # noqa: E402
-
-from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import register_driver  # noqa: E402
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import register_driver
 
 
 class FakeCloud(DummyNodeDriver):

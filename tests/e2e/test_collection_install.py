@@ -28,7 +28,7 @@ def test_built_collection_deploys_by_fqcn(tmp_path):
     assert not [n for n in names if n.startswith((".venv", ".collections", "artifacts", ".cache"))]
 
     collections = tmp_path / "collections"
-    installed = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", tarball, "-p", str(collections)],
+    installed = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--force", tarball, "-p", str(collections)],
                     cwd=str(tmp_path), env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
 

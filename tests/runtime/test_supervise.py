@@ -10,6 +10,7 @@ import time
 import pytest
 
 from local_cluster import SUPERVISOR
+from processes import alive
 
 
 def supervise(*args, check=True):
@@ -22,13 +23,6 @@ def supervise(*args, check=True):
 def status(task_dir):
     return json.loads(supervise("status", "--dir", task_dir).stdout)
 
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_until(predicate, timeout=20.0):

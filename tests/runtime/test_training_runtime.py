@@ -17,18 +17,12 @@ import numpy as np
 import pytest
 
 import local_cluster as lc
+from processes import alive
 
 EXPECTED_RESULT_KEYS = {"steps", "initial_step", "final_loss", "accuracy", "examples_per_sec", "training_seconds",
                         "first_step_at", "finished_at", "strategy", "num_workers", "num_ps"}
 TIMEOUT = 180
 
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def read_json(path):

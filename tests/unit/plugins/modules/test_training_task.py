@@ -11,17 +11,11 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.tfdist.cluster.plugins.modules import training_task
+from processes import alive
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SUPERVISOR = os.path.join(REPO, "roles", "training", "files", "tfdist-supervise")
 
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture

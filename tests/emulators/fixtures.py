@@ -1,0 +1,17 @@
+"""pytest fixtures of the emulated clouds; tests/conftest.py imports them so every test directory sees them."""
+
+import pytest
+
+from emulators.ec2 import Ec2Emulator
+
+
+@pytest.fixture(scope="session")
+def ec2_emulator():
+    """moto's EC2 emulator behind the namespace-fixing, call-counting proxy (see emulators/ec2.py)."""
+    emulator = Ec2Emulator()
+    try:
+        emulator.start()
+    except RuntimeError as e:
+        pytest.fail("the EC2 emulator did not start: %s" % e, pytrace=False)
+    yield emulator
+    emulator.stop()

@@ -1,0 +1,130 @@
+"""libcloud_node and the libcloud inventory on EC2, through libcloud's real EC2 driver, against moto's emulator.
+
+The emulator (tests/emulators/ec2.py) is moto's server behind a proxy that fixes the XML namespace of its
+answers and counts the API calls. The outcome is checked with boto3, which does not go through libcloud.
+Emulated instances answer no SSH, so the module runs with wait=false. Each test has a cluster of its own,
+whose instances are terminated afterwards even when the test fails.
+"""
+
+import uuid
+
+import pytest
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
+from emulators.ec2 import inventory_config, run_inventory, run_libcloud_node
+
+CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
+TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
+LAYOUT = {"chief": 1, "worker": 2, "ps": 1}
+
+
+def plain(value):
+    """A host variable from `ansible-inventory --list`, which writes values marked unsafe as {"__ansible_unsafe": v}."""
+    return value["__ansible_unsafe"] if isinstance(value, dict) and "__ansible_unsafe" in value else value
+
+
+def cluster_instances(ec2, cluster, states=("pending", "running")):
+    """{Name tag: instance} of the cluster's instances in `states`, as boto3 sees them."""
+    found = {}
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=[
+        {"Name": "tag:tfdist_cluster", "Values": [cluster]},
+        {"Name": "instance-state-name", "Values": list(states)}])
+    for page in pages:
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
+                found[tags.get("Name", instance["InstanceId"])] = dict(instance, tags=tags)
+    return found
+
+
+@pytest.fixture
+def cluster(ec2_emulator):
+    """A cluster name of its own; its instances are terminated afterwards (with boto3, not the code under test)."""
+    name = "ec2-%s" % uuid.uuid4().hex[:8]
+    yield name
+    ec2 = ec2_emulator.boto3_client()
+    left = cluster_instances(ec2, name, ("pending", "running", "stopping", "stopped"))
+    ids = [instance["InstanceId"] for instance in left.values()]
+    if ids:
+        ec2.terminate_instances(InstanceIds=ids)
+
+
+def create_cluster(emulator, cluster):
+    roles = [{"role": role, "count": count, "size": "t2.micro", "image": emulator.image_id}
+             for role, count in LAYOUT.items()]
+    run, result = run_libcloud_node(emulator, {"cluster": cluster, "roles": roles, "wait": False})
+    assert run.returncode == 0 and result, "libcloud_node failed:\n" + run.stdout[-4000:] + run.stderr[-2000:]
+    return result
+
+
+def test_libcloud_reads_nothing_from_moto_without_the_proxy(ec2_emulator, cluster):
+    """The harness is needed: straight from moto, libcloud parses no instance; through the proxy it does."""
+    ec2 = ec2_emulator.boto3_client(direct=True)
+    ec2.run_instances(ImageId=ec2_emulator.image_id, InstanceType="t2.micro", MinCount=1, MaxCount=1,
+                      TagSpecifications=[{"ResourceType": "instance",
+                                          "Tags": [{"Key": "tfdist_cluster", "Value": cluster}]}])
+    direct = get_driver("ec2", ec2_emulator.region, CREDENTIALS, dict(ec2_emulator.driver_options,
+                                                                        port=ec2_emulator.moto_port))
+    assert direct.list_nodes() == []
+
+    proxied = get_driver("ec2", ec2_emulator.region, CREDENTIALS, ec2_emulator.driver_options)
+    tagged = [n for n in proxied.list_nodes() if n.extra.get("tags", {}).get("tfdist_cluster") == cluster]
+    assert len(tagged) == 1 and tagged[0].state == "running"
+
+
+def test_create_cluster_makes_tagged_running_instances(ec2_emulator, cluster):
+    result = create_cluster(ec2_emulator, cluster)
+    assert result["changed"] is True
+    assert sorted(n["name"] for n in result["created"]) == sorted(
+        "%s-%s-%d" % (cluster, role, index) for role, count in LAYOUT.items() for index in range(count))
+
+    instances = cluster_instances(ec2_emulator.boto3_client(), cluster, ("running",))
+    assert sorted(instances) == sorted(n["name"] for n in result["created"])
+    for name, instance in instances.items():
+        role, index = name[len(cluster) + 1:].rsplit("-", 1)
+        assert {k: instance["tags"].get(k) for k in TAGS} == {
+            "tfdist_cluster": cluster, "tfdist_role": role, "tfdist_index": index}
+        assert instance["InstanceType"] == "t2.micro" and instance["ImageId"] == ec2_emulator.image_id
+
+    again, second = run_libcloud_node(ec2_emulator, {"cluster": cluster, "wait": False, "roles": [
+        {"role": role, "count": count} for role, count in LAYOUT.items()]})
+    assert again.returncode == 0 and second["changed"] is False, again.stdout[-4000:]
+
+
+def test_inventory_groups_the_cluster_with_one_describe_call(ec2_emulator, cluster, tmp_path):
+    create_cluster(ec2_emulator, cluster)
+    config = inventory_config(ec2_emulator, tmp_path / "x.libcloud.yml", clusters=[cluster])
+
+    ec2_emulator.reset_calls()
+    run, inventory = run_inventory(ec2_emulator, config)
+    assert inventory, "ansible-inventory failed:\n" + run.stdout[-2000:] + run.stderr[-4000:]
+    calls = ec2_emulator.calls()
+
+    prefix = "tfdist_" + cluster.replace("-", "_")
+    assert sorted(inventory[prefix + "_worker"]["hosts"]) == [cluster + "-worker-0", cluster + "-worker-1"]
+    assert inventory[prefix + "_chief"]["hosts"] == [cluster + "-chief-0"]
+    assert inventory[prefix + "_ps"]["hosts"] == [cluster + "-ps-0"]
+    assert len(inventory[prefix]["hosts"]) == 4
+    hostvars = inventory["_meta"]["hostvars"]
+    assert hostvars[cluster + "-worker-1"]["tfdist_task_index"] == 1
+    assert plain(hostvars[cluster + "-worker-1"]["libcloud_size"]) == "t2.micro"
+    instances = cluster_instances(ec2_emulator.boto3_client(), cluster)
+    assert plain(hostvars[cluster + "-ps-0"]["libcloud_id"]) == instances[cluster + "-ps-0"]["InstanceId"]
+    assert calls["DescribeInstances"] == 1, calls
+
+
+def test_absent_terminates_every_node(ec2_emulator, cluster):
+    create_cluster(ec2_emulator, cluster)
+    ec2 = ec2_emulator.boto3_client()
+    before = cluster_instances(ec2, cluster)
+    assert len(before) == 4
+
+    run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "state": "absent"})
+    assert run.returncode == 0 and result, run.stdout[-4000:] + run.stderr[-2000:]
+    assert sorted(n["name"] for n in result["removed"]) == sorted(before)
+    assert cluster_instances(ec2, cluster) == {}
+    gone = cluster_instances(ec2, cluster, ("shutting-down", "terminated"))
+    assert sorted(i["InstanceId"] for i in gone.values()) == sorted(i["InstanceId"] for i in before.values())
+
+    again, second = run_libcloud_node(ec2_emulator, {"cluster": cluster, "state": "absent"})
+    assert again.returncode == 0 and second["changed"] is False, again.stdout[-4000:]

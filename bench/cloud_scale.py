@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""How do provisioning and the inventory grow with the cluster, in time and in cloud API calls?
+
+Against the emulated EC2 API of the tests (moto behind the proxy of tests/emulators/ec2.py, which counts
+the calls by EC2 Action), for N in --sizes (default 10 50 100 200) nodes, 1 chief + 1 ps + N-2 workers of
+t2.micro, each phase runs the way a user runs it, as an ansible CLI in a subprocess:
+
+  plan          `ansible localhost -m tfdist.cluster.libcloud_node --check` (the plan, nothing changes)
+  create        the same without --check, wait=false (emulated instances answer no SSH)
+  inventory     `ansible-inventory --list` of a *.libcloud.yml source with the plugin's cache off
+  cached        the same source with `cache: true` (jsonfile): run twice, the second one timed
+  destroy       libcloud_node with state=absent
+
+The emulator is reset between sizes. Times include the start of the ansible CLI (measured once on its own
+as `startup`). What it shows: the inventory makes the same few calls for 10 nodes as for 200, the cached
+inventory none; create and destroy grow with N. Prints a row per size, writes
+bench/results/cloud_scale.json and bench/results/cloud_scale.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+RESULTS = os.path.join(REPO, "bench", "results")
+sys.path.insert(0, os.path.join(REPO, "tests"))  # the emulator lives with the tests
+sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
+
+from emulators.ec2 import ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
+
+PHASES = ("plan", "create", "inventory", "cached", "destroy")
+SIZE = "t2.micro"
+
+
+def roles(image, nodes):
+    return [{"role": role, "count": count, "size": SIZE, "image": image}
+            for role, count in (("chief", 1), ("ps", 1), ("worker", nodes - 2))]
+
+
+def timed(emulator, what, func):
+    """(seconds, API calls by action, result) of func(); exits with the output when the command failed."""
+    emulator.reset_calls()
+    started = time.monotonic()
+    run, result = func()
+    seconds = time.monotonic() - started
+    if run.returncode != 0 or result is None:
+        sys.exit(f"{what} failed (rc {run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}")
+    return seconds, dict(sorted(emulator.calls().items())), result
+
+
+def measure(emulator, nodes, workdir):
+    cluster = f"bench-{nodes}"
+    present = {"cluster": cluster, "roles": roles(emulator.image_id, nodes), "wait": False}
+    phases = {}
+
+    def record(phase, seconds, calls):
+        phases[phase] = {"seconds": round(seconds, 2), "calls": calls, "total_calls": sum(calls.values())}
+
+    seconds, calls, result = timed(emulator, f"plan of {nodes}",
+                                   lambda: run_libcloud_node(emulator, present, check=True))
+    planned = sum(len(item["to_create"]) for item in result["plan"].values())
+    if planned != nodes:
+        sys.exit(f"the plan of {nodes} nodes creates {planned}: {result['plan']}")
+    record("plan", seconds, calls)
+
+    seconds, calls, result = timed(emulator, f"create of {nodes}", lambda: run_libcloud_node(emulator, present))
+    if len(result["created"]) != nodes:
+        sys.exit(f"create of {nodes} nodes made {len(result['created'])}")
+    record("create", seconds, calls)
+
+    source = inventory_config(emulator, os.path.join(workdir, f"cold-{nodes}.libcloud.yml"), clusters=[cluster],
+                              cache=False)
+    seconds, calls, inventory = timed(emulator, f"inventory of {nodes}", lambda: run_inventory(emulator, source))
+    listed = len(inventory["_meta"]["hostvars"])
+    if listed != nodes:
+        sys.exit(f"the inventory of {nodes} nodes lists {listed} hosts")
+    record("inventory", seconds, calls)
+
+    cached = inventory_config(emulator, os.path.join(workdir, f"cached-{nodes}.libcloud.yml"), clusters=[cluster],
+                              cache=True, cache_plugin="ansible.builtin.jsonfile",
+                              cache_connection=os.path.join(workdir, f"cache-{nodes}"), cache_timeout=3600)
+    timed(emulator, f"cached inventory of {nodes} (filling the cache)", lambda: run_inventory(emulator, cached))
+    seconds, calls, inventory = timed(emulator, f"cached inventory of {nodes}", lambda: run_inventory(emulator, cached))
+    if len(inventory["_meta"]["hostvars"]) != nodes:
+        sys.exit(f"the cached inventory of {nodes} nodes lists {len(inventory['_meta']['hostvars'])} hosts")
+    record("cached", seconds, calls)
+
+    seconds, calls, result = timed(emulator, f"destroy of {nodes}",
+                                   lambda: run_libcloud_node(emulator, {"cluster": cluster, "state": "absent"}))
+    if len(result["removed"]) != nodes:
+        sys.exit(f"destroy of {nodes} nodes removed {len(result['removed'])}")
+    record("destroy", seconds, calls)
+    return {"nodes": nodes, "phases": phases}
+
+
+def startup_seconds(emulator):
+    """Wall time of `ansible localhost -m ansible.builtin.ping`: the fixed cost in every phase's figure."""
+    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "ansible.builtin.ping"]
+    env = ansible_env(emulator, ANSIBLE_INVENTORY_ENABLED="host_list")
+    best = None
+    for _ in range(2):
+        started = time.monotonic()
+        subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, check=True)
+        took = time.monotonic() - started
+        best = took if best is None else min(best, took)
+    return round(best, 2)
+
+
+def cell(row, base, phase):
+    seconds = row["phases"][phase]["seconds"]
+    growth = seconds / base["phases"][phase]["seconds"] if base["phases"][phase]["seconds"] else float("nan")
+    return f"{seconds:6.2f}s x{growth:<5.2f}"
+
+
+def calls_cell(row, phase):
+    calls = row["phases"][phase]["calls"]
+    return f"{row['phases'][phase]['total_calls']}" + (f" ({calls.get('DescribeInstances', 0)} DI)"
+                                                        if phase in ("inventory", "cached") else "")
+
+
+def print_header():
+    print(f"{'nodes':>5} | " + " | ".join(f"{phase:<14}" for phase in PHASES) + " | API calls "
+          + "/".join(PHASES), flush=True)
+    print("-" * 132, flush=True)
+
+
+def print_row(row, base):
+    print(f"{row['nodes']:>5} | " + " | ".join(cell(row, base, phase) for phase in PHASES) + " | "
+          + " / ".join(calls_cell(row, phase) for phase in PHASES), flush=True)
+
+
+def plot(rows, startup, path):
+    import matplotlib  # noqa: PLC0415 - only needed here
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    sizes = [row["nodes"] for row in rows]
+    fig, (times, calls) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for phase in PHASES:
+        times.plot(sizes, [row["phases"][phase]["seconds"] for row in rows], marker="o", label=phase)
+        calls.plot(sizes, [row["phases"][phase]["total_calls"] for row in rows], marker="o", label=phase)
+    times.axhline(startup, color="grey", linestyle=":", label="ansible startup")
+    times.set(xlabel="nodes in the cluster", ylabel="wall time (s)", title="Time per phase (emulated EC2)")
+    calls.set(xlabel="nodes in the cluster", ylabel="EC2 API calls", title="API calls per phase")
+    for axes in (times, calls):
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def code_under_test():
+    """How this checkout creates EC2 nodes (the figures depend on it)."""
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud  # noqa: PLC0415
+
+    batch = getattr(_libcloud, "_BATCH_CREATORS", {}).get("ec2")
+    return {"ec2_create": "batch: %s" % batch.__name__ if batch else "one create_node per node",
+            "max_parallel": getattr(_libcloud, "MAX_PARALLEL", None)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 100, 200])
+    args = parser.parse_args()
+    if min(args.sizes) < 3:
+        parser.error("every size needs at least 3 nodes (1 chief, 1 ps, 1 worker)")
+
+    code = code_under_test()
+    rows = []
+    with ec2_emulator() as emulator, tempfile.TemporaryDirectory(prefix="tfdist-cloud-scale-") as workdir:
+        startup = startup_seconds(emulator)
+        print(f"EC2 emulator at {emulator.endpoint} (moto), image {emulator.image_id}, size {SIZE}; "
+              f"create: {code['ec2_create']}; ansible startup {startup:.2f}s (in every figure)", flush=True)
+        print("each phase: wall time and growth against the smallest cluster; "
+              "API calls per phase (DI: DescribeInstances)", flush=True)
+        print_header()
+        for nodes in args.sizes:
+            emulator.reset()
+            rows.append(measure(emulator, nodes, workdir))
+            print_row(rows[-1], rows[0])
+
+    base = rows[0]
+    for row in rows:
+        for phase in PHASES:
+            item = row["phases"][phase]
+            item["growth"] = round(item["seconds"] / base["phases"][phase]["seconds"], 2) \
+                if base["phases"][phase]["seconds"] else None
+            item["calls_growth"] = round(item["total_calls"] / base["phases"][phase]["total_calls"], 2) \
+                if base["phases"][phase]["total_calls"] else None
+    os.makedirs(RESULTS, exist_ok=True)
+    result = {"sizes": args.sizes, "cpus": os.cpu_count(), "instance_type": SIZE, "startup_s": startup,
+              "code": code, "rows": rows}
+    with open(os.path.join(RESULTS, "cloud_scale.json"), "w") as handle:
+        json.dump(result, handle, indent=2)
+    plot(rows, startup, os.path.join(RESULTS, "cloud_scale.png"))
+
+    last = rows[-1]
+    print()
+    print(f"{base['nodes']} -> {last['nodes']} nodes: inventory calls "
+          f"{base['phases']['inventory']['total_calls']} -> {last['phases']['inventory']['total_calls']}, "
+          f"cached inventory calls {last['phases']['cached']['total_calls']}, create calls "
+          f"{base['phases']['create']['total_calls']} -> {last['phases']['create']['total_calls']}")
+    print("written: bench/results/cloud_scale.json, bench/results/cloud_scale.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -134,6 +134,22 @@ def tf_cluster_spec(tasks):
     return spec
 
 
+def tf_plan_line(role_spec, plan, nodes):
+    """One line of the cluster plan for a role: how many of what, and what deploy would create or remove."""
+    role = role_spec["role"]
+    line = f"{role}: {role_spec['count']} x {role_spec.get('size') or '?'} ({role_spec.get('image') or '?'})"
+    running = [n["name"] for n in nodes if n.get("role") == role]
+    todo = (plan or {}).get(role) or {}
+    parts = []
+    if running:
+        parts.append("running " + ", ".join(running))
+    if todo.get("to_create"):
+        parts.append("create " + ", ".join(todo["to_create"]))
+    if todo.get("to_remove"):
+        parts.append("remove " + ", ".join(todo["to_remove"]))
+    return line + (": " + "; ".join(parts) if parts else "")
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -144,4 +160,5 @@ class FilterModule:
             "tf_role_nodes": tf_role_nodes,
             "tf_cluster_spec": tf_cluster_spec,
             "tf_flags": tf_flags,
+            "tf_plan_line": tf_plan_line,
         }

@@ -123,6 +123,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for node in nodes:
             if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
                 continue
+            if node['index'] is None:
+                continue  # still being created: not a TF task yet
             host = self.inventory.add_host(wrap_var(node['name']))
             cluster_group = self.inventory.add_group(_group_name('tfdist', node['cluster']))
             role_group = self.inventory.add_group(_group_name('tfdist', node['cluster'], node['role']))

@@ -103,7 +103,7 @@ _TAG_ARGS = {
 _SIZE_KEYS = ('instance_type', 'flavorId', 'machineType')
 _IMAGE_KEYS = ('image_id', 'imageId', 'image')
 
-# Hook for drivers that create many nodes in one API call: driver type -> func(driver, requests) -> results.
+# Hook for drivers that create many nodes in one API call: driver type -> func(driver, connect, requests).
 _BATCH_CREATORS = {}
 
 
@@ -123,7 +123,10 @@ def _ship_docker_driver():  # pragma: no cover - never called
 
 
 def register_batch_creator(driver_type, func):
-    """Use func(driver, requests) to create nodes of drivers of `driver_type`; it returns one Node or exception per request."""
+    """Use func(driver, connect, requests) to create nodes of drivers of `driver_type` in one call.
+
+    It returns one Node or exception per request; `connect` makes a driver for each extra thread.
+    """
     _BATCH_CREATORS[driver_type] = func
 
 
@@ -240,10 +243,11 @@ def node_identity(node):
         match = _NODE_NAME_RE.match(node.name or '')
         cluster, role, index = match.group('cluster', 'role', 'index') if match else (None, None, None)
     # Tags are user-editable in the cloud console: ignore nodes whose tags would break names or groups.
-    if not (isinstance(cluster, str) and _CLUSTER_NAME_RE.match(cluster) and role in ROLES
-            and str(index).isdigit()):
+    if not (isinstance(cluster, str) and _CLUSTER_NAME_RE.match(cluster) and role in ROLES):
         return None
-    return NodeIdentity(cluster, role, int(index))
+    # A node of the cluster without a valid index (a batch create interrupted before its nodes were
+    # numbered) still belongs to the cluster: index None, so the next run or destroy removes it.
+    return NodeIdentity(cluster, role, int(index) if str(index).isdigit() else None)
 
 
 def list_cluster_nodes(driver, cluster=None):
@@ -267,6 +271,42 @@ def find_by_id_or_name(items, value, what):
     if by_name:
         raise TfdistCloudError('%s: %d items are named %r; give the id instead' % (what, len(by_name), value))
     raise TfdistCloudError('%s: no item with id or name %r' % (what, value))
+
+
+def list_images(driver, wanted):
+    """The images in which to look up `wanted` (ids or names), fetched as narrowly as the driver allows.
+
+    Listing every image is fine on a private cloud but takes minutes on EC2 (all public AMIs) and GCE.
+    """
+    if driver.type == 'ec2':
+        images = []
+        ids = [value for value in wanted if str(value).startswith('ami-')]
+        names = [value for value in wanted if value not in ids]
+        for image_id in ids:
+            try:
+                images += driver.list_images(ex_image_ids=[image_id])
+            except Exception as e:  # an unknown id is an error on EC2; find_by_id_or_name names the field
+                if 'InvalidAMIID' not in str(e):
+                    raise
+        if names:
+            images += driver.list_images(ex_filters={'name': names})
+        return images
+    if driver.type == 'gce':
+        from libcloud.common.google import ResourceNotFoundError
+        images = []
+        for value in wanted:
+            try:
+                images.append(driver.ex_get_image(value))
+            except ResourceNotFoundError:
+                pass
+        return [image for image in images if image is not None]
+    if driver.type == 'azure_arm':
+        # Marketplace images are publisher:offer:sku:version URNs; listing them all takes many calls.
+        from libcloud.compute.drivers.azure_arm import AzureImage
+        location = getattr(driver.default_location, 'id', None)
+        return [AzureImage(*reversed(value.split(':')), location=location, driver=driver)
+                for value in wanted if len(str(value).split(':')) == 4]
+    return driver.list_images()
 
 
 def pick_address(public_ips, private_ips, prefer='public'):
@@ -339,14 +379,60 @@ def _run_parallel(connect, func, items):
         return list(pool.map(call, items))
 
 
+# Tag value of nodes made by one batched call, before each gets its own name and index.
+PENDING_INDEX = 'pending'
+
+
+def _ec2_batch_create(driver, connect, requests):
+    """One RunInstances for all requests (same size, image and arguments), then each node named and numbered.
+
+    Nodes come up tagged with the cluster and role, and index `pending` until numbered, so an interruption
+    leaves nodes that the next run (or destroy) recognises and removes.
+    """
+    first = dict(requests[0])
+    tags = dict(first.get('ex_metadata') or {}, **{TAG_INDEX: PENDING_INDEX})
+    first.update(name='%s-%s-%s' % (tags.get(TAG_CLUSTER), tags.get(TAG_ROLE), PENDING_INDEX), ex_metadata=tags,
+                 ex_mincount=len(requests), ex_maxcount=len(requests))
+    try:
+        nodes = driver.create_node(**first)
+    except Exception as e:
+        return [e] * len(requests)
+    nodes = nodes if isinstance(nodes, list) else [nodes]
+
+    def number(drv, pair):
+        node, request = pair
+        own = dict(request.get('ex_metadata') or {}, Name=request['name'])
+        drv.ex_create_tags(node, own)
+        node.name = request['name']
+        node.extra['tags'] = dict(node.extra.get('tags') or {}, **own)
+        return node
+
+    results = _run_parallel(connect, number, list(zip(nodes, requests)))
+    unnumbered = [node for node, result in zip(nodes, results) if isinstance(result, Exception)]
+    if unnumbered:
+        destroy_nodes(connect, unnumbered)
+    return results + [TfdistCloudError('the cloud started %d nodes instead of %d' % (len(nodes), len(requests)))] \
+        * (len(requests) - len(nodes))
+
+
+def _batchable(requests):
+    """True when the requests differ only by name and tags, so one call can create them all."""
+    def shape(request):
+        return dict((key, value) for key, value in request.items() if key not in ('name', 'ex_metadata'))
+    return len(requests) > 1 and all(shape(r) == shape(requests[0]) for r in requests)
+
+
+register_batch_creator('ec2', _ec2_batch_create)
+
+
 def create_nodes(driver, connect, requests):
     """Create one node per request (create_node kwargs); returns a Node or the exception raised, per request.
 
     `connect` builds a fresh driver for each worker thread; drivers with a batch creator get one call instead.
     """
     batch = _BATCH_CREATORS.get(driver.type)
-    if batch:
-        return batch(driver, requests)
+    if batch and _batchable(requests):
+        return batch(driver, connect, requests)
     return _run_parallel(connect, lambda drv, kwargs: drv.create_node(**kwargs), requests)
 
 

@@ -93,6 +93,13 @@ options:
       - Also wait until this TCP port accepts connections on each new node's address, for example V(22) for SSH.
       - Only with O(wait=true).
     type: int
+  access:
+    description:
+      - The C(access) result of M(tfdist.cluster.libcloud_access) new nodes get the cluster's key and sit
+        behind its firewall (EC2 and OpenStack key pair and security group, GCE network tag and C(ssh-keys)
+        metadata, Azure SSH key and subnet).
+    type: dict
+    default: {}
   address:
     description:
       - Which IP address to wait for and to return as C(address) on each node.
@@ -255,6 +262,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import node_kwargs
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
@@ -266,6 +274,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     find_by_id_or_name,
     get_driver,
     list_cluster_nodes,
+    list_images,
     node_name,
     node_to_dict,
     tag_create_kwargs,
@@ -292,8 +301,8 @@ def validate_roles(roles):
 def plan_role(pairs, count):
     """Indexes to create and (node, identity) pairs to remove so that `count` nodes with distinct indexes remain."""
     keep, remove = {}, []
-    for pair in sorted(pairs, key=lambda p: (p[1].index, str(p[0].id))):
-        if pair[1].index in keep:
+    for pair in sorted(pairs, key=lambda p: (p[1].index is not None, p[1].index or 0, str(p[0].id))):
+        if pair[1].index is None or pair[1].index in keep:
             remove.append(pair)  # a second node with the same index, left by an interrupted run
         else:
             keep[pair[1].index] = pair
@@ -316,7 +325,7 @@ def make_plan(current, roles, state):
     return plan
 
 
-def resolve_create_args(driver, roles, plan):
+def resolve_create_args(driver, roles, plan, access=None):
     """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes.
 
     Looked up once per run, before anything is created, so a bad size or image fails early.
@@ -329,8 +338,9 @@ def resolve_create_args(driver, roles, plan):
     if not needed:
         return {}
     sizes = driver.list_sizes()
-    images = driver.list_images()
+    images = list_images(driver, [spec['image'] for n, spec in needed])
     locations = driver.list_locations() if any(spec['location'] for n, spec in needed) else []
+    access_kwargs = node_kwargs(driver, access)
     resolved = {}
     for n, spec in needed:
         args = dict(spec['create_args'])
@@ -338,7 +348,8 @@ def resolve_create_args(driver, roles, plan):
         args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image' % n)
         if spec['location']:
             args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location' % n)
-        resolved[spec['role']] = args
+        # The key and firewall first: the user's create_args may still override them.
+        resolved[spec['role']] = dict(access_kwargs, **args)
     return resolved
 
 
@@ -437,7 +448,8 @@ class ClusterNodes:
         # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
         current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated']
         plan = make_plan(current, params['roles'], params['state'])
-        resolved = resolve_create_args(self.driver, params['roles'], plan) if params['state'] == 'present' else {}
+        resolved = (resolve_create_args(self.driver, params['roles'], plan, params['access'])
+                    if params['state'] == 'present' else {})
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
         removed_ids = set(node.id for node in to_remove)
         kept = [node for node, identity in current if node.id not in removed_ids]
@@ -466,7 +478,7 @@ class ClusterNodes:
                     self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
 
         nodes = sorted((self.to_dict(node) for node in kept + created),
-                       key=lambda n: (ROLES.index(n['role']), n['index'], n['id']))
+                       key=lambda n: (ROLES.index(n['role']), -1 if n['index'] is None else n['index'], n['id']))
         result = dict(
             changed=changed,
             created=[self.to_dict(node) for node in created],
@@ -508,6 +520,7 @@ def main():
         wait_timeout=dict(type='int', default=600),
         wait_for_port=dict(type='int'),
         address=dict(type='str', default='public', choices=['public', 'private']),
+        access=dict(type='dict', default={}),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_LIBCLOUD:

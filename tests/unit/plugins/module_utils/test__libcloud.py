@@ -168,6 +168,21 @@ def test_pick_address_prefers_the_kind_asked_then_falls_back():
 
 
 def test_create_nodes_uses_a_registered_batch_creator(cloud, monkeypatch):
-    monkeypatch.setitem(_libcloud._BATCH_CREATORS, "dummy", lambda driver, requests: ["batched"] * len(requests))
+    monkeypatch.setitem(_libcloud._BATCH_CREATORS, "dummy",
+                        lambda driver, connect, requests: ["batched"] * len(requests))
+    same_shape = [{"name": "a", "size": "s"}, {"name": "b", "size": "s"}]
 
-    assert _libcloud.create_nodes(get_driver("fake"), None, [{}, {}]) == ["batched", "batched"]
+    assert _libcloud.create_nodes(get_driver("fake"), None, same_shape) == ["batched", "batched"]
+
+
+def test_create_nodes_does_not_batch_requests_of_different_shapes(cloud, monkeypatch):
+    monkeypatch.setitem(_libcloud._BATCH_CREATORS, "dummy",
+                        lambda driver, connect, requests: ["batched"] * len(requests))
+    driver = get_driver("fake")
+    requests = [{"name": "c-worker-0", "size": driver.list_sizes()[0], "image": driver.list_images()[0]},
+                {"name": "c-worker-1", "size": driver.list_sizes()[1], "image": driver.list_images()[0]}]
+
+    results = _libcloud.create_nodes(driver, lambda: get_driver("fake"), requests)
+
+    assert "batched" not in results
+    assert [node.name for node in results] == ["c-worker-0", "c-worker-1"]

@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: libcloud_access
+short_description: The key pair and firewall of a TensorFlow cluster on EC2, GCE, Azure or OpenStack
+description:
+  - Creates, corrects or removes what decides who reaches the nodes of a cluster, with one policy on every cloud
+    SSH comes in only from O(ssh_from); the cluster's O(internal_ports) (TF tasks, HDFS) only from the
+    cluster's own nodes; nothing else comes in.
+  - V(ec2) a key pair and a security group named C(tfdist-{cluster}), both tagged C(tfdist_cluster={cluster});
+    the internal ports are opened to the group itself.
+  - V(openstack) a key pair and a security group named C(tfdist-{cluster}), internal ports opened to the group.
+  - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) on the network, aimed at the
+    network tag C(tfdist-{cluster}); the public key goes into each node's C(ssh-keys) metadata.
+  - V(azure_arm) a network security group C(tfdist-{cluster}) (tagged) that denies the rest of the virtual
+    network, on a subnet C(tfdist-{cluster}) of its own; the public key goes in at node creation.
+  - Rules found on the group that open more than this (an old controller address, a hand-made rule) are revoked.
+  - Pass RV(access) to M(tfdist.cluster.libcloud_node) so that new nodes get the key and sit behind the firewall.
+author: tfdist maintainers
+extends_documentation_fragment:
+  - tfdist.cluster.libcloud
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+    details: Lists in RV(changes) what would be created, corrected or removed, and changes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row with the same arguments, the second run reports no change.
+    support: full
+options:
+  cluster:
+    description: Name of the cluster.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates or corrects the key pair and the firewall.
+      - V(absent) removes them; remove the nodes first (M(tfdist.cluster.libcloud_node) with O(state=absent)).
+        A security group still in use by terminating nodes is retried for up to 5 minutes.
+    type: str
+    choices: [present, absent]
+    default: present
+  public_key:
+    description: The cluster's OpenSSH public key. Required with O(state=present).
+    type: str
+  ssh_from:
+    description: CIDRs allowed to reach port 22, normally the controller's address as a C(/32).
+    type: list
+    elements: str
+    default: []
+  internal_ports:
+    description: TCP ports or ranges (V(2222-2229)) that the cluster's nodes may reach on each other.
+    type: list
+    elements: str
+    default: []
+  ssh_user:
+    description: The login user that gets the key where the key is set per node (GCE, Azure).
+    type: str
+    default: root
+  options:
+    description:
+      - Cloud-specific placement. V(ec2) C(vpc_id), C(subnet_id). V(gce) C(network) (default V(default)).
+        V(azure_arm) C(resource_group), C(location), C(network) (the virtual network) and C(subnet_prefix)
+        (the cluster subnet, for example V(10.0.42.0/24)), all required.
+    type: dict
+    default: {}
+notes:
+  - The private key never leaves the controller; only the public key is sent.
+'''
+
+EXAMPLES = r'''
+- name: Key pair and security group of cluster demo on EC2
+  tfdist.cluster.libcloud_access:
+    provider: ec2
+    region: eu-west-1
+    cluster: demo
+    public_key: "{{ lookup('ansible.builtin.file', '~/.ssh/tfdist-demo.pub') }}"
+    ssh_from: [203.0.113.7/32]
+    internal_ports: [2222-2229, "8020", "9866"]
+  register: demo_access
+
+- name: Nodes behind it
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: eu-west-1
+    cluster: demo
+    access: "{{ demo_access.access }}"
+    roles:
+      - {role: chief, count: 1, size: t3.large, image: ami-0123456789abcdef0}
+
+- name: Remove them after the nodes
+  tfdist.cluster.libcloud_access:
+    provider: ec2
+    region: eu-west-1
+    cluster: demo
+    state: absent
+'''
+
+RETURN = r'''
+access:
+  description:
+    - What M(tfdist.cluster.libcloud_node) needs to give new nodes the key and the firewall (its O(access) option).
+    - Empty with O(state=absent).
+  returned: always
+  type: dict
+  sample:
+    cloud: ec2
+    name: tfdist-demo
+    cluster: demo
+    firewall_id: sg-0123456789abcdef0
+    ssh_user: root
+    ssh_cidrs: [203.0.113.7/32]
+    internal_ports: ["2222-2229"]
+    options: {}
+changes:
+  description: What was (in check mode, would be) created, corrected or removed.
+  returned: always
+  type: list
+  elements: str
+  sample: ["key pair tfdist-demo", "security group tfdist-demo", "allow tcp 22 from 203.0.113.7/32"]
+'''
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import access_for
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
+    HAS_LIBCLOUD,
+    LIBCLOUD_IMPORT_ERROR,
+    TfdistCloudError,
+    get_driver,
+    validate_cluster_name,
+)
+
+
+def main():
+    argument_spec = dict(
+        provider=dict(type='str', required=True),
+        region=dict(type='str'),
+        credentials=dict(type='dict', default={}, no_log=True),
+        driver_options=dict(type='dict', default={}),
+        cluster=dict(type='str', required=True),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        public_key=dict(type='str', no_log=False),
+        ssh_from=dict(type='list', elements='str', default=[]),
+        internal_ports=dict(type='list', elements='str', default=[]),
+        ssh_user=dict(type='str', default='root'),
+        options=dict(type='dict', default={}),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
+                           required_if=[('state', 'present', ['public_key'])])
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+    params = module.params
+    try:
+        validate_cluster_name(params['cluster'])
+        if params['state'] == 'present' and not params['ssh_from']:
+            raise TfdistCloudError('ssh_from: give at least one CIDR allowed to reach SSH (the controller\'s address)')
+        driver = get_driver(params['provider'], params['region'], params['credentials'], params['driver_options'])
+        access = access_for(driver, params['cluster'], params['ssh_from'], params['internal_ports'],
+                            params['ssh_user'], params['options'])
+        if params['state'] == 'present':
+            facts = access.present(params['public_key'].strip(), module.check_mode)
+        else:
+            access.absent(module.check_mode)
+            facts = {}
+    except TfdistCloudError as e:
+        module.fail_json(msg=str(e))
+    except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
+        module.fail_json(msg='%s provider error: %s' % (params['provider'], e), exception=traceback.format_exc())
+    module.exit_json(changed=bool(access.changes), access=facts, changes=access.changes)
+
+
+if __name__ == '__main__':
+    main()

@@ -14,3 +14,5 @@ COLLECTIONS = os.path.join(REPO, ".collections")  # ansible_collections/tfdist/c
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 init_plugin_loader([COLLECTIONS])
+
+from emulators.fixtures import ec2_emulator  # noqa: E402,F401 - the EC2 emulator for tests/integration and tests/e2e

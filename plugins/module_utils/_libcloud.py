@@ -278,6 +278,7 @@ def list_images(driver, wanted):
 
     Listing every image is fine on a private cloud but takes minutes on EC2 (all public AMIs) and GCE.
     """
+    wanted = list(dict.fromkeys(wanted))  # roles often share one image
     if driver.type == 'ec2':
         images = []
         ids = [value for value in wanted if str(value).startswith('ami-')]
@@ -436,8 +437,22 @@ def create_nodes(driver, connect, requests):
     return _run_parallel(connect, lambda drv, kwargs: drv.create_node(**kwargs), requests)
 
 
+def _ec2_batch_destroy(driver, nodes):
+    """One TerminateInstances for all nodes (EC2 takes many InstanceId.N): None per node, or the exception."""
+    params = {'Action': 'TerminateInstances'}
+    params.update(('InstanceId.%d' % (n + 1), node.id) for n, node in enumerate(nodes))
+    try:
+        driver.connection.request(driver.path, params=params)
+    except Exception as e:
+        return [e] * len(nodes)
+    return [None] * len(nodes)
+
+
 def destroy_nodes(connect, nodes):
-    """Destroy nodes in parallel; returns None per destroyed node, or the exception raised."""
+    """Destroy nodes (in one call on EC2, else in parallel); returns None per destroyed node, or the exception raised."""
+    if len(nodes) > 1 and nodes[0].driver.type == 'ec2':
+        return _ec2_batch_destroy(connect(), nodes)
+
     def destroy(drv, node):
         if not drv.destroy_node(node):
             raise TfdistCloudError('the provider refused to destroy it')

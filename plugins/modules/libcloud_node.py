@@ -407,8 +407,10 @@ class ClusterNodes:
         return created
 
     def rollback(self, role, failures, created):
+        # Some libcloud errors print as '': the type then says what went wrong.
         msg = '; '.join('Failed to create %s (role %s, index %d): %s'
-                        % (node_name(self.cluster, role, index), role, index, error) for index, error in failures)
+                        % (node_name(self.cluster, role, index), role, index, error or type(error).__name__)
+                        for index, error in failures)
         errors = destroy_nodes(self.connect, created)
         left = ['%s (%s)' % (node.name, error) for node, error in zip(created, errors) if error is not None]
         msg += '. Destroyed the %d node(s) this run had created' % (len(created) - len(left))

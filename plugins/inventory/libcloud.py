@@ -82,6 +82,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     ROLES,
     TfdistCloudError,
     get_driver,
+    explain_error,
     list_cluster_nodes,
     node_to_dict,
     pick_address,
@@ -111,7 +112,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except TfdistCloudError as e:
             raise AnsibleError('%s: %s' % (self.NAME, e)) from e
         except Exception as e:  # libcloud raises many types (auth, HTTP, network)
-            raise AnsibleError('%s: %s provider error: %s' % (self.NAME, options['provider'], e)) from e
+            raise AnsibleError('%s: %s' % (self.NAME, explain_error(options['provider'], e))) from e
         return [dict(node_to_dict(node), libcloud_provider=options['provider']) for node, identity in nodes]
 
     def _populate(self, nodes):

@@ -176,6 +176,31 @@ def _credential_kwargs(provider, credentials):
     return kwargs
 
 
+def _known_regions(cls):
+    """The regions a driver class knows offline (EC2), or None when it can only tell by asking the cloud."""
+    list_regions = getattr(cls, 'list_regions', None)
+    if not callable(list_regions):
+        return None
+    try:
+        return set(list_regions())
+    except Exception:  # an instance method, or one that needs the API
+        return None
+
+
+def explain_error(provider, error):
+    """A message for a libcloud error; a refusal of the credentials names the credentials and where they come from."""
+    from libcloud.common.types import InvalidCredsError
+    text = str(error) or type(error).__name__
+    refused = isinstance(error, InvalidCredsError) or any(
+        word in text for word in ('AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch',
+                                  'UnrecognizedClientException', 'invalid_client', 'Unauthorized'))
+    if refused:
+        spec = _CREDENTIALS.get(provider, {})
+        sources = ', '.join('%s (env %s)' % (key, ' / '.join(env)) for key, env, required in spec.values())
+        return 'credentials: the %s provider refused them: %s. Check %s' % (provider, text, sources or 'them')
+    return '%s provider error: %s' % (provider, text)
+
+
 def get_driver(provider, region=None, credentials=None, driver_options=None):
     """Build a libcloud compute driver for `provider`; raises TfdistCloudError for what the user must fix."""
     cls = _driver_class(provider)
@@ -184,6 +209,10 @@ def get_driver(provider, region=None, credentials=None, driver_options=None):
     region_arg, region_env = _REGIONS.get(provider, ('region', ()))
     region = region or _from_env(region_env)
     if region:
+        known = _known_regions(cls)
+        if known and region not in known:
+            raise TfdistCloudError('region: unknown region %r for provider %r; known regions: %s'
+                                   % (region, provider, ', '.join(sorted(known))))
         kwargs[region_arg] = region
     kwargs.update(driver_options or {})
     return cls(**kwargs)
@@ -287,7 +316,7 @@ def list_images(driver, wanted):
             try:
                 images += driver.list_images(ex_image_ids=[image_id])
             except Exception as e:  # an unknown id is an error on EC2; find_by_id_or_name names the field
-                if 'InvalidAMIID' not in str(e):
+                if 'InvalidAMIID' not in str(e) and getattr(e, 'code', None) != 400:
                     raise
         if names:
             images += driver.list_images(ex_filters={'name': names})

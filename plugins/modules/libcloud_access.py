@@ -136,6 +136,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
+    explain_error,
     get_driver,
     validate_cluster_name,
 )
@@ -175,7 +176,7 @@ def main():
     except TfdistCloudError as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
-        module.fail_json(msg='%s provider error: %s' % (params['provider'], e), exception=traceback.format_exc())
+        module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
     module.exit_json(changed=bool(access.changes), access=facts, changes=access.changes)
 
 

@@ -268,6 +268,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     LIBCLOUD_IMPORT_ERROR,
     ROLES,
     TfdistCloudError,
+    explain_error,
     cluster_tags,
     create_nodes,
     destroy_nodes,
@@ -344,10 +345,10 @@ def resolve_create_args(driver, roles, plan, access=None):
     resolved = {}
     for n, spec in needed:
         args = dict(spec['create_args'])
-        args['size'] = find_by_id_or_name(sizes, spec['size'], 'roles[%d].size' % n)
-        args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image' % n)
+        args['size'] = find_by_id_or_name(sizes, spec['size'], 'roles[%d].size (%s nodes)' % (n, spec['role']))
+        args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image (%s nodes)' % (n, spec['role']))
         if spec['location']:
-            args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location' % n)
+            args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location (%s nodes)' % (n, spec['role']))
         # The key and firewall first: the user's create_args may still override them.
         resolved[spec['role']] = dict(access_kwargs, **args)
     return resolved
@@ -535,8 +536,7 @@ def main():
     except TfdistCloudError as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
-        module.fail_json(msg='%s provider error: %s' % (module.params['provider'], e),
-                         exception=traceback.format_exc())
+        module.fail_json(msg=explain_error(module.params['provider'], e), exception=traceback.format_exc())
 
 
 if __name__ == '__main__':

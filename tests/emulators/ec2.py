@@ -1,10 +1,12 @@
 """An emulated EC2 API on loopback: moto's server behind a small proxy that fixes and counts its answers.
 
-The proxy corrects the two places where moto and libcloud's EC2 driver disagree, and nothing else:
+The proxy corrects the three places where moto and libcloud's EC2 driver disagree, and nothing else:
 
 - Answers: moto writes ``xmlns="http://ec2.amazonaws.com/doc/2016-11-15"``; real AWS, and so libcloud, use the
   same URL with a trailing slash, and libcloud finds nothing in an answer under the other namespace. The proxy
   rewrites that one string (and the Content-Length).
+- Errors: AWS's ``<Error>`` holds ``<Code>`` and ``<Message>`` only; moto adds ``<Type>``, which breaks
+  libcloud's error parser (a refused key would surface as a ValueError, not InvalidCredsError). Dropped.
 - Requests: libcloud numbers some lists from 0 (``ex_create_tags``/``ex_delete_tags`` send ``ResourceId.0``,
   ``Tag.0.Key``), which AWS accepts; moto parses lists from 1 and answers MissingParameter. The proxy
   renumbers a list that has an item 0 from 1.
@@ -30,6 +32,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -95,6 +98,18 @@ def ec2_action(path, body, content_type):
     return (params.get("Action") or [None])[0]
 
 
+def fix_answer(data, status):
+    """moto's answer as AWS writes it: the namespace with its slash; in errors, only Code and Message.
+
+    AWS's EC2 <Error> holds exactly <Code> and <Message>; moto adds <Type>, and libcloud's error parser
+    (which unpacks the two) then fails instead of raising InvalidCredsError and the like.
+    """
+    data = data.replace(MOTO_NAMESPACE, AWS_NAMESPACE)
+    if status >= 400:
+        data = re.sub(rb"<Type>[^<]*</Type>", b"", data)
+    return data
+
+
 class _ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive towards the client, as libcloud and boto3 reuse connections
 
@@ -130,7 +145,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 if attempt == 2:
                     self.send_error(502, "moto server did not answer")
                     return
-        data = data.replace(MOTO_NAMESPACE, AWS_NAMESPACE)
+        data = fix_answer(data, response.status)
         self.send_response(response.status, response.reason)
         for key, value in response.getheaders():
             if key.lower() not in HOP_HEADERS and key.lower() not in ("server", "date"):  # send_response set them
@@ -146,8 +161,10 @@ class _ProxyHandler(BaseHTTPRequestHandler):
 class Ec2Emulator:
     """moto's server in a subprocess, and in front of it a rewriting, counting proxy in a thread."""
 
-    def __init__(self, region=REGION):
+    def __init__(self, region=REGION, check_credentials=False):
         self.region = region
+        # moto checks access keys against its IAM users once told to (none exist: every key is refused).
+        self.check_credentials = check_credentials
         self.moto_port = None
         self.port = None
         self.image_id = None
@@ -203,6 +220,8 @@ class Ec2Emulator:
         self._log = tempfile.TemporaryFile(prefix="moto-")
         env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                    AWS_DEFAULT_REGION=self.region)
+        if self.check_credentials:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
         self._process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
                                           "-p", str(self.moto_port)],
                                          stdout=self._log, stderr=subprocess.STDOUT, env=env)
@@ -213,7 +232,7 @@ class Ec2Emulator:
             self._proxy.emulator = self
             self.port = self._proxy.server_address[1]
             threading.Thread(target=self._proxy.serve_forever, name="ec2-emulator-proxy", daemon=True).start()
-            self.image_id = self._pick_image()
+            self.image_id = None if self.check_credentials else self._pick_image()
         except BaseException:
             self.stop()
             raise
@@ -289,9 +308,9 @@ class Ec2Emulator:
 
 
 @contextlib.contextmanager
-def ec2_emulator(region=REGION):
+def ec2_emulator(region=REGION, check_credentials=False):
     """A started Ec2Emulator, stopped on exit."""
-    emulator = Ec2Emulator(region)
+    emulator = Ec2Emulator(region, check_credentials)
     emulator.start()
     try:
         yield emulator

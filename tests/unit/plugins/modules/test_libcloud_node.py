@@ -146,7 +146,7 @@ def test_unknown_size_or_image_fails_before_creating_anything(run, cloud, field)
     result = run(roles=specs)
 
     assert result["failed"] is True
-    assert "roles[1].%s: no item with id or name 'no-such-thing'" % field in result["msg"]
+    assert "roles[1].%s (worker nodes): no item with id or name 'no-such-thing'" % field in result["msg"]
     assert cloud.nodes == []
 
 

@@ -134,6 +134,18 @@ def tf_cluster_spec(tasks):
     return spec
 
 
+def tf_node_specs(profile_nodes, overrides):
+    """Size and image per role: the cloud profile's, with those an override (a RADL file) sets on top."""
+    specs = {}
+    for role in TASK_TYPES:
+        spec = dict(profile_nodes.get(role) or {})
+        spec.update((key, value) for key, value in (overrides.get(role) or {}).items()
+                    if key in ("size", "image") and value)
+        if spec:
+            specs[role] = spec
+    return specs
+
+
 def tf_plan_line(role_spec, plan, nodes):
     """One line of the cluster plan for a role: how many of what, and what deploy would create or remove."""
     role = role_spec["role"]
@@ -161,4 +173,5 @@ class FilterModule:
             "tf_cluster_spec": tf_cluster_spec,
             "tf_flags": tf_flags,
             "tf_plan_line": tf_plan_line,
+            "tf_node_specs": tf_node_specs,
         }

@@ -58,12 +58,14 @@ def _port_text(low, high):
 class ClusterAccess:
     """Key pair and firewall of one cluster. Subclasses speak one cloud each."""
 
-    def __init__(self, driver, cluster, ssh_cidrs, internal_ports, ssh_user='root', options=None):
+    def __init__(self, driver, cluster, ssh_cidrs, internal_ports, ssh_user='root', options=None, public_ports=()):
         self.driver = driver
         self.cluster = cluster
         self.name = access_name(cluster)
         self.ssh_cidrs = sorted(set(ssh_cidrs))
         self.ports = parse_ports(internal_ports)
+        # Open to ssh_cidrs: SSH, and what else the user asks for (TensorBoard, say).
+        self.public = parse_ports([SSH_PORT] + list(public_ports), 'public_ports')
         self.ssh_user = ssh_user
         # Unset profile entries arrive as empty strings.
         self.options = dict((key, value) for key, value in (options or {}).items() if value not in (None, ''))
@@ -73,7 +75,8 @@ class ClusterAccess:
     def facts(self, firewall_id=None):
         return {'cloud': self.driver.type, 'name': self.name, 'cluster': self.cluster, 'ssh_user': self.ssh_user,
                 'firewall_id': firewall_id, 'ssh_cidrs': self.ssh_cidrs,
-                'internal_ports': [_port_text(*r) for r in self.ports], 'options': self.options}
+                'internal_ports': [_port_text(*r) for r in self.ports],
+                'public_ports': [_port_text(*r) for r in self.public], 'options': self.options}
 
     def changed(self, what):
         self.changes.append(what)
@@ -148,7 +151,7 @@ class Ec2Access(ClusterAccess):
         return self.facts(group.id)
 
     def _wanted_rules(self, group_id):
-        rules = set(('cidr', SSH_PORT, SSH_PORT, cidr) for cidr in self.ssh_cidrs)
+        rules = set(('cidr', low, high, cidr) for cidr in self.ssh_cidrs for low, high in self.public)
         rules.update(('group', low, high, group_id) for low, high in self.ports)
         return rules
 
@@ -233,7 +236,7 @@ class OpenStackAccess(ClusterAccess):
                 return self.facts()
             group = self.driver.ex_create_security_group(
                 self.name, '%s=%s: SSH from the controller, TF and HDFS within' % (TAG_CLUSTER, self.cluster))
-        wanted = set(('cidr', SSH_PORT, SSH_PORT, cidr) for cidr in self.ssh_cidrs)
+        wanted = set(('cidr', low, high, cidr) for cidr in self.ssh_cidrs for low, high in self.public)
         wanted.update(('group', low, high, group.id) for low, high in self.ports)
         current = {}
         for rule in group.rules:
@@ -281,7 +284,7 @@ class GceAccess(ClusterAccess):
 
     def _wanted(self):
         network = self.options.get('network', 'default')
-        ssh = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [str(SSH_PORT)]}], source_ranges=self.ssh_cidrs,
+        ssh = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [_port_text(*r) for r in self.public]}], source_ranges=self.ssh_cidrs,
                    source_tags=None, target_tags=[self.name], network=network)
         internal = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [_port_text(*r) for r in self.ports]}],
                         source_ranges=None, source_tags=[self.name], target_tags=[self.name], network=network)
@@ -367,7 +370,7 @@ class AzureAccess(ClusterAccess):
 
     def _rules(self):
         prefix = self._option('subnet_prefix')
-        rules = [('tfdist-ssh', 100, self.ssh_cidrs, [str(SSH_PORT)], 'Allow'),
+        rules = [('tfdist-ssh', 100, self.ssh_cidrs, [_port_text(*r) for r in self.public], 'Allow'),
                  ('tfdist-internal', 110, [prefix], [_port_text(*r) for r in self.ports], 'Allow'),
                  ('tfdist-deny-vnet', 4000, ['VirtualNetwork'], ['*'], 'Deny')]
         return [{'name': name, 'properties': {

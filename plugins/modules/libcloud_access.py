@@ -60,6 +60,11 @@ options:
     type: list
     elements: str
     default: []
+  public_ports:
+    description: TCP ports or ranges opened to O(ssh_from) besides SSH, for example V(6006) for TensorBoard.
+    type: list
+    elements: str
+    default: []
   ssh_user:
     description: The login user that gets the key where the key is set per node (GCE, Azure).
     type: str
@@ -118,6 +123,7 @@ access:
     ssh_user: root
     ssh_cidrs: [203.0.113.7/32]
     internal_ports: ["2222-2229"]
+    public_ports: ["22"]
     options: {}
 changes:
   description: What was (in check mode, would be) created, corrected or removed.
@@ -153,6 +159,7 @@ def main():
         public_key=dict(type='str', no_log=False),
         ssh_from=dict(type='list', elements='str', default=[]),
         internal_ports=dict(type='list', elements='str', default=[]),
+        public_ports=dict(type='list', elements='str', default=[]),
         ssh_user=dict(type='str', default='root'),
         options=dict(type='dict', default={}),
     )
@@ -167,7 +174,7 @@ def main():
             raise TfdistCloudError('ssh_from: give at least one CIDR allowed to reach SSH (the controller\'s address)')
         driver = get_driver(params['provider'], params['region'], params['credentials'], params['driver_options'])
         access = access_for(driver, params['cluster'], params['ssh_from'], params['internal_ports'],
-                            params['ssh_user'], params['options'])
+                            params['ssh_user'], params['options'], params['public_ports'])
         if params['state'] == 'present':
             facts = access.present(params['public_key'].strip(), module.check_mode)
         else:

@@ -203,3 +203,24 @@ def test_a_name_taken_on_another_cloud_is_refused(aws, cloud, aws_cluster):
         assert cloud.nothing_of(aws_cluster)
     finally:
         run_playbook("playbooks/destroy.yml", "cloud=local", f"cluster_name={aws_cluster}")
+
+
+def test_credentials_from_an_ansible_vault_file_reach_the_modules_and_the_inventory(aws, cloud, aws_cluster, tmp_path):
+    password, creds = tmp_path / "vault-password", tmp_path / "aws.vault.yml"
+    password.write_text("correct horse\n")
+    creds.write_text("access_key: AKIAVAULTED0000000001\nsecret_key: from-the-vault\n")
+    env = dict(aws.env, AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", ANSIBLE_VAULT_PASSWORD_FILE=str(password))
+    subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt", str(creds)], env=dict(os.environ, **env), check=True,
+                   capture_output=True)
+
+    result = aws_run(aws, "playbooks/provision.yml", aws_cluster, f"cloud_credentials={creds}", env=env)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert len(cloud.instances(aws_cluster)) == 4
+    written = open(os.path.join(INVENTORY_DIR, f"{aws_cluster}.libcloud.yml")).read()
+    assert "AKIAVAULTED" not in written and "from-the-vault" not in written
+    assert "AKIAVAULTED" not in result.stdout and "from-the-vault" not in result.stdout
+
+    destroyed = run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={aws_cluster}",
+                             f"cloud_credentials={creds}", env=env)
+    assert destroyed.returncode == 0, destroyed.stdout[-3000:]
+    assert cloud.nothing_of(aws_cluster)

@@ -190,7 +190,9 @@ def _known_regions(cls):
 def explain_error(provider, error):
     """A message for a libcloud error; a refusal of the credentials names the credentials and where they come from."""
     from libcloud.common.types import InvalidCredsError
-    text = str(error) or type(error).__name__
+    # libcloud's own errors keep the cloud's message in .value (their str() is its repr).
+    value = getattr(error, 'value', None)
+    text = (value if isinstance(value, str) else str(error)) or type(error).__name__
     refused = isinstance(error, InvalidCredsError) or any(
         word in text for word in ('AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch',
                                   'UnrecognizedClientException', 'invalid_client', 'Unauthorized'))

@@ -65,3 +65,28 @@ def test_one_task_per_node_from_tags_uses_private_addresses():
 def test_inconsistent_clusters_are_refused(hostvars, message):
     with pytest.raises(AnsibleFilterError, match=message):
         tf_tasks(hostvars, list(hostvars))
+
+
+def test_node_specs_take_radl_sizes_and_images_over_the_profile():
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import tf_node_specs
+
+    profile = {"chief": {"size": "m5.xlarge", "image": "ami-1"}, "worker": {"size": "g4dn.xlarge", "image": "ami-1"}}
+    radl = {"worker": {"size": "p3.2xlarge", "image": None, "gpus": 1}, "ps": {"size": "m5.large", "image": "ami-2"}}
+
+    assert tf_node_specs(profile, radl) == {
+        "chief": {"size": "m5.xlarge", "image": "ami-1"},
+        "worker": {"size": "p3.2xlarge", "image": "ami-1"},
+        "ps": {"size": "m5.large", "image": "ami-2"},
+    }
+
+
+def test_plan_line_says_what_deploy_would_create_and_what_runs():
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import tf_plan_line
+
+    spec = {"role": "worker", "count": 3, "size": "g4dn.xlarge", "image": "ami-1"}
+    plan = {"worker": {"to_create": ["c-worker-2"], "to_remove": []}}
+    nodes = [{"name": "c-worker-0", "role": "worker"}, {"name": "c-worker-1", "role": "worker"},
+             {"name": "c-chief-0", "role": "chief"}]
+
+    assert tf_plan_line(spec, plan, nodes) == (
+        "worker: 3 x g4dn.xlarge (ami-1): running c-worker-0, c-worker-1; create c-worker-2")

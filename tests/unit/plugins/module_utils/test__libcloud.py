@@ -186,3 +186,27 @@ def test_create_nodes_does_not_batch_requests_of_different_shapes(cloud, monkeyp
 
     assert "batched" not in results
     assert [node.name for node in results] == ["c-worker-0", "c-worker-1"]
+
+
+def test_a_node_of_the_cluster_without_a_valid_index_still_belongs_to_it(cloud):
+    # What an interrupted batch create leaves: tagged with cluster and role, index not yet set.
+    cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
+
+    found = list_cluster_nodes(get_driver("fake"), "tfdist")
+
+    assert [identity for node, identity in found] == [("tfdist", "worker", None)]
+
+
+def test_unknown_region_is_refused_naming_the_field_before_any_call():
+    with pytest.raises(TfdistCloudError, match="region: unknown region 'mars-north-1' for provider 'ec2'"):
+        get_driver("ec2", region="mars-north-1", credentials={"access_key": "a", "secret_key": "b"})
+
+
+def test_refused_credentials_name_the_credentials_and_their_variables():
+    from libcloud.common.types import InvalidCredsError
+
+    message = _libcloud.explain_error("ec2", InvalidCredsError("AuthFailure: not validated"))
+
+    assert message.startswith("credentials: the ec2 provider refused them: AuthFailure")
+    assert "AWS_ACCESS_KEY_ID" in message and "AWS_SECRET_ACCESS_KEY" in message
+    assert _libcloud.explain_error("ec2", RuntimeError("boom")) == "ec2 provider error: boom"

@@ -222,3 +222,14 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
     assert stopped.state == "running"
     assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
     assert run(roles=roles(chief=1, worker=2))["changed"] is False
+
+
+def test_unnumbered_nodes_of_an_interrupted_run_are_replaced_not_kept(run, cloud):
+    cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
+    cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
+
+    result = run(roles=roles(chief=1, worker=2))
+
+    assert result["changed"] is True
+    assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
+    assert sorted(node["name"] for node in result["removed"]) == ["tfdist-worker-pending"] * 2

@@ -160,7 +160,11 @@ class Ec2Access(ClusterAccess):
         rules = set()
         for rule in group.ingress_rules:
             if rule.get('protocol') != 'tcp':
-                rules.add(('other', rule.get('protocol'), rule.get('from_port'), rule.get('to_port'), None))
+                # AWS revokes a rule only when given its protocol, ports and source.
+                sources = ([('cidr', cidr) for cidr in rule.get('cidr_ips') or []]
+                           + [('group', pair['group_id']) for pair in rule.get('group_pairs') or []])
+                rules.update(('other', rule.get('protocol'), rule.get('from_port'), rule.get('to_port'), source)
+                             for source in sources)
                 continue
             low, high = int(rule['from_port']), int(rule['to_port'])
             rules.update(('cidr', low, high, cidr) for cidr in rule.get('cidr_ips') or [])
@@ -179,10 +183,16 @@ class Ec2Access(ClusterAccess):
         # Anything else opens the cluster wider than asked (a hand-made rule, an old controller address).
         for rule in sorted(current - wanted, key=str):
             if rule[0] == 'other':
-                self.changed('revoke %s %s-%s' % rule[1:4])
+                protocol, low, high, (kind, source) = rule[1:]
+                self.changed('revoke %s%s from %s' % (protocol, '' if low is None else ' %s-%s' % (low, high), source))
                 if not check_mode:
-                    self._request({'Action': 'RevokeSecurityGroupIngress', 'GroupId': group.id,
-                                   'IpPermissions.1.IpProtocol': rule[1]})
+                    params = {'Action': 'RevokeSecurityGroupIngress', 'GroupId': group.id,
+                              'IpPermissions.1.IpProtocol': protocol}
+                    if low is not None:
+                        params.update({'IpPermissions.1.FromPort': low, 'IpPermissions.1.ToPort': high})
+                    params['IpPermissions.1.IpRanges.1.CidrIp' if kind == 'cidr'
+                           else 'IpPermissions.1.Groups.1.GroupId'] = source
+                    self._request(params)
                 continue
             kind, low, high, source = rule
             self.changed('revoke tcp %s from %s' % (_port_text(low, high), source))
@@ -241,7 +251,9 @@ class OpenStackAccess(ClusterAccess):
         current = {}
         for rule in group.rules:
             if rule.ip_protocol == 'tcp' and rule.from_port is not None:
-                source = ('group', rule.group) if rule.group else ('cidr', rule.ip_range)
+                # libcloud gives the remote group as {'name': <group id (neutron) or name (nova)>, 'tenant_id': ...}.
+                remote = rule.group.get('name') if isinstance(rule.group, dict) else rule.group
+                source = ('group', remote) if remote else ('cidr', rule.ip_range)
                 # Neutron names the remote group by id, nova by name.
                 source_id = group.id if source[0] == 'group' and source[1] in (group.id, group.name) else source[1]
                 current[(source[0], int(rule.from_port), int(rule.to_port), source_id)] = rule
@@ -288,7 +300,10 @@ class GceAccess(ClusterAccess):
                    source_tags=None, target_tags=[self.name], network=network)
         internal = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [_port_text(*r) for r in self.ports]}],
                         source_ranges=None, source_tags=[self.name], target_tags=[self.name], network=network)
-        return {self.name + '-ssh': ssh, self.name + '-internal': internal}
+        wanted = {self.name + '-ssh': ssh}
+        if self.ports:  # GCE reads an empty port list as every port
+            wanted[self.name + '-internal'] = internal
+        return wanted
 
     def _existing(self):
         return dict((fw.name, fw) for fw in self.driver.ex_list_firewalls()
@@ -305,8 +320,12 @@ class GceAccess(ClusterAccess):
                 != spec['network'])
 
     def present(self, public_key, check_mode=False):
-        existing = self._existing()
-        for name, spec in sorted(self._wanted().items()):
+        existing, wanted = self._existing(), self._wanted()
+        for name in sorted(set(existing) - set(wanted)):
+            self.changed('firewall %s removed' % name)
+            if not check_mode:
+                self.driver.ex_destroy_firewall(existing[name])
+        for name, spec in sorted(wanted.items()):
             firewall = existing.get(name)
             if firewall is None:
                 self.changed('firewall %s' % name)
@@ -370,21 +389,31 @@ class AzureAccess(ClusterAccess):
 
     def _rules(self):
         prefix = self._option('subnet_prefix')
-        rules = [('tfdist-ssh', 100, self.ssh_cidrs, [_port_text(*r) for r in self.public], 'Allow'),
-                 ('tfdist-internal', 110, [prefix], [_port_text(*r) for r in self.ports], 'Allow'),
-                 ('tfdist-deny-vnet', 4000, ['VirtualNetwork'], ['*'], 'Deny')]
-        return [{'name': name, 'properties': {
-            'priority': priority, 'direction': 'Inbound', 'access': access, 'protocol': 'Tcp' if access == 'Allow' else '*',
-            'sourceAddressPrefixes': sources, 'sourcePortRange': '*',
-            'destinationAddressPrefix': '*', 'destinationPortRanges': ports}} for name, priority, sources, ports, access in rules]
+
+        def rule(name, priority, access, **fields):
+            properties = {'priority': priority, 'direction': 'Inbound', 'access': access,
+                          'protocol': 'Tcp' if access == 'Allow' else '*', 'sourcePortRange': '*',
+                          'destinationAddressPrefix': '*'}
+            properties.update(fields)
+            return {'name': name, 'properties': properties}
+        return [rule('tfdist-ssh', 100, 'Allow', sourceAddressPrefixes=self.ssh_cidrs,
+                     destinationPortRanges=[_port_text(*r) for r in self.public]),
+                rule('tfdist-internal', 110, 'Allow', sourceAddressPrefixes=[prefix],
+                     destinationPortRanges=[_port_text(*r) for r in self.ports]),
+                # ARM takes a service tag or '*' only in the singular fields.
+                rule('tfdist-deny-vnet', 4000, 'Deny', sourceAddressPrefix='VirtualNetwork', destinationPortRange='*')]
 
     @staticmethod
     def _rule_view(rules):
-        keys = ('priority', 'direction', 'access', 'protocol', 'sourceAddressPrefixes', 'destinationPortRanges')
-        return sorted((r['name'], tuple((k, str(r['properties'].get(k))) for k in keys)) for r in rules or [])
+        keys = ('priority', 'direction', 'access', 'protocol', 'sourceAddressPrefix', 'sourceAddressPrefixes',
+                'destinationPortRange', 'destinationPortRanges')
+        # ARM answers an unused field as '' or [] (or leaves it out): all the same here.
+        return sorted((r['name'], tuple((k, str(r['properties'].get(k) or None)) for k in keys)) for r in rules or [])
 
     def present(self, public_key, check_mode=False):
         location = self._option('location')
+        for key in ('resource_group', 'network', 'subnet_prefix'):
+            self._option(key)
         nsg = self._get(self._nsg_path())
         wanted = self._rules()
         if nsg is None or self._rule_view(nsg.get('properties', {}).get('securityRules')) != self._rule_view(wanted):
@@ -393,7 +422,9 @@ class AzureAccess(ClusterAccess):
                 self._put(self._nsg_path(), {'location': location, 'tags': {TAG_CLUSTER: self.cluster},
                                              'properties': {'securityRules': wanted}})
         subnet = self._get(self._subnet_path())
-        if subnet is None:
+        properties = (subnet or {}).get('properties', {})
+        behind = str((properties.get('networkSecurityGroup') or {}).get('id', '')).lower() == self._nsg_path().lower()
+        if subnet is None or not behind or properties.get('addressPrefix') != self._option('subnet_prefix'):
             self.changed('subnet %s' % self.name)
             if not check_mode:
                 self._put(self._subnet_path(), {'properties': {
@@ -422,10 +453,10 @@ class AzureAccess(ClusterAccess):
     def node_kwargs(driver, access):
         from libcloud.compute.base import NodeAuthSSHKey
         options = access['options']
-        network = SimpleNamespace(id='/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s'
-                                  % (driver.subscription_id, options['resource_group'], options['network']))
+        # libcloud builds the subnet id from the virtual network's name (create_node's ex_network is a str).
         return {'auth': NodeAuthSSHKey(access['public_key']), 'ex_user_name': access['ssh_user'],
-                'ex_resource_group': options['resource_group'], 'ex_network': network, 'ex_subnet': access['name'],
+                'ex_resource_group': options['resource_group'], 'ex_network': options['network'],
+                'ex_subnet': access['name'],
                 'ex_use_managed_disks': True}
 
 
@@ -450,9 +481,9 @@ def node_kwargs(driver, access):
     return cls.node_kwargs(driver, access)
 
 
-def _retry_while_in_use(delete, what, timeout=DELETE_RETRY_SECONDS):
+def _retry_while_in_use(delete, what, timeout=None):
     """Call delete() until it works: a group stays in use until the cloud has terminated its nodes."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (DELETE_RETRY_SECONDS if timeout is None else timeout)
     while True:
         try:
             # Errors come as exceptions; the boolean some drivers return is not reliable (EC2 emulators).

@@ -6,9 +6,6 @@ fails. Where the driver's own code can run, it does, over a fake REST endpoint t
 the cloud does (OpenStack's neutron and nova, GCE's firewalls); where _access speaks the cloud's REST API
 itself (Azure ARM, EC2 key pairs), the fake is that endpoint. The assertions read the cloud's state: what
 reaches the nodes, from where, and which key they get.
-
-Tests marked xfail(strict=True) show product bugs: each passes once its bug is fixed, and then its marker
-must go.
 """
 
 import base64
@@ -227,10 +224,6 @@ def test_openstack_present_lets_ssh_in_from_the_controller_and_internal_ports_fr
     assert isinstance(internal[0].args[0], OpenStackSecurityGroup) and internal[0].args[0].id == group["id"]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug: libcloud's OpenStackSecurityGroupRule.group is a dict {'name': remote group id, 'tenant_id': ...}; "
-    "OpenStackAccess.present() uses it as a dict key (TypeError: unhashable type: 'dict') once a rule with a "
-    "remote group exists, i.e. on every run after the first"))
 def test_openstack_second_present_changes_nothing(openstack):
     openstack_access(openstack).present(PUBKEY)
     before = copy.deepcopy(openstack.groups)
@@ -243,8 +236,6 @@ def test_openstack_second_present_changes_nothing(openstack):
     assert facts["firewall_id"] == openstack.group(NAME)["id"]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug: OpenStackAccess.present() fails on rules with a remote group (rule.group is a dict), see above"))
 def test_openstack_another_group_let_in_on_internal_ports_is_revoked(openstack):
     openstack.add_group("web")
     group = openstack.add_group(NAME, ingress=[("tcp", 22, 22, CONTROLLER), ("tcp", 2222, 2229, "group:" + NAME),
@@ -258,7 +249,6 @@ def test_openstack_another_group_let_in_on_internal_ports_is_revoked(openstack):
 
 
 def test_openstack_old_controller_address_and_hand_made_rules_are_revoked(openstack):
-    # No internal ports: rules with a remote group trip a bug (see the xfail tests above).
     openstack.keypairs[NAME] = {"name": NAME, "public_key": PUBKEY, "fingerprint": "fp:0"}
     openstack.add_group(NAME, ingress=[("tcp", 22, 22, OLD_CONTROLLER), ("tcp", 3389, 3389, "0.0.0.0/0")])
 
@@ -539,9 +529,6 @@ def test_gce_node_kwargs_tag_the_node_and_give_the_login_user_the_key(gce):
     create_node_accepts(GCENodeDriver, kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: with no internal_ports, GceAccess still creates tfdist-<cluster>-internal with allowed "
-    "[{'IPProtocol': 'tcp', 'ports': []}], and GCE reads an empty port list as every port"))
 def test_gce_no_internal_ports_opens_no_port_between_nodes(gce):
     gce_access(gce, ports=[]).present(PUBKEY)
 
@@ -766,10 +753,7 @@ def test_azure_absent_with_nothing_there_changes_nothing(azure):
     assert access.changes == [] and azure.writes == []
 
 
-@pytest.mark.parametrize("missing", ["resource_group", "location", "subnet_prefix", pytest.param("network", marks=(
-    pytest.mark.xfail(strict=True, reason=(
-        "bug: AzureAccess.present() reads options.network only for the subnet, after it has PUT the network "
-        "security group: the run fails half-done")),))])
+@pytest.mark.parametrize("missing", ["resource_group", "location", "subnet_prefix", "network"])
 def test_azure_missing_option_is_named_before_anything_is_made(azure, missing):
     options = dict(AzureCloud.OPTIONS)
     options[missing] = ""  # unset profile entries arrive as empty strings
@@ -795,9 +779,6 @@ class NicRequested(Exception):
     pass
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: AzureAccess.node_kwargs passes ex_network as an object with the vnet's id; libcloud's "
-    "AzureNodeDriver.create_node wants the vnet's name (a str) and formats it into the subnet id"))
 def test_azure_node_nic_goes_on_the_cluster_subnet(azure):
     facts = azure_access(azure).present(PUBKEY)
     kwargs = node_kwargs(azure.driver, facts)
@@ -813,10 +794,6 @@ def test_azure_node_nic_goes_on_the_cluster_subnet(azure):
     assert str(requested.value).lower() == azure.subnet_path.lower()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: ARM refuses a service tag or '*' in the plural sourceAddressPrefixes / destinationPortRanges "
-    "(SecurityRuleParameterContainsUnsupportedValue); the deny rule must use sourceAddressPrefix and "
-    "destinationPortRange"))
 def test_azure_deny_rule_names_the_vnet_tag_as_arm_accepts_it(azure):
     azure_access(azure).present(PUBKEY)
 
@@ -825,9 +802,6 @@ def test_azure_deny_rule_names_the_vnet_tag_as_arm_accepts_it(azure):
     assert deny.get("destinationPortRange") == "*" and not deny.get("destinationPortRanges")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: AzureAccess.present() leaves an existing subnet tfdist-<cluster> as it is, even when it is not "
-    "behind the cluster's network security group (or has another prefix)"))
 def test_azure_existing_subnet_without_the_group_is_put_behind_it(azure):
     azure._put(azure.subnet_path, {"properties": {"addressPrefix": AzureCloud.PREFIX}})
 
@@ -1076,9 +1050,6 @@ def test_ec2_old_controller_hand_made_rules_and_other_groups_are_revoked(ec2):
         "revoke tcp 2222-2229 from " + web, "revoke tcp 8020 from 10.0.0.0/8"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: Ec2Access revokes a non-TCP rule (here all traffic, protocol -1) with IpProtocol only; AWS revokes "
-    "only a rule given with its source (and ports), so the rule stays (or InvalidPermission.NotFound)"))
 def test_ec2_all_traffic_rule_from_anywhere_is_revoked(ec2):
     ec2_access(ec2).present(PUBKEY)
     group_id = ec2.group_id(NAME)

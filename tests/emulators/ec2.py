@@ -150,7 +150,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         for key, value in response.getheaders():
             if key.lower() not in HOP_HEADERS and key.lower() not in ("server", "date"):  # send_response set them
                 self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
+        # A HEAD answer has no body: keep moto's length of the object (S3 HeadObject reports sizes this way).
+        length = response.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data))
+        self.send_header("Content-Length", length)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)

@@ -32,6 +32,7 @@ TAIL_LINES = 150
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
     ("tensorflow", "default"),
+    ("hdfs", "default"),
     ("training", "default"),
     ("training", "multinode"),
 ]

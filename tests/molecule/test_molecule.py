@@ -31,6 +31,9 @@ TAIL_LINES = 150
 # (role, scenario), cheapest first. Every scenario names its own containers and network
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
+    ("cuda", "default"),
+    ("cuda", "forced"),
+    ("cuda", "mirror"),
     ("tensorflow", "default"),
     ("hdfs", "default"),
     ("training", "default"),

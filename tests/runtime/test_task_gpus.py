@@ -1,0 +1,114 @@
+"""Each TF task's GPU: the task.env that roles/training/tasks/main.yml writes, rendered by Ansible's
+templating from the role's own file, and what the task's process then sees under tfdist-supervise.
+
+Several tasks on a host with GPUs (cuda_gpu_count, set by the cuda role): each chief and worker gets
+one GPU, round-robin (CUDA_VISIBLE_DEVICES=<n>), a parameter server or evaluator none
+(CUDA_VISIBLE_DEVICES= , an empty value: TensorFlow then sees no GPU). A lone task, a host without
+GPUs or a job whose training_env sets CUDA_VISIBLE_DEVICES itself get no such line.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from local_cluster import REPO, SUPERVISOR
+
+TASKS_FILE = os.path.join(REPO, "roles", "training", "tasks", "main.yml")
+WORK_DIR = "/var/lib/tfdist/job"
+
+
+def host_tasks(*names):
+    return [{"type": name.split("-")[0], "index": int(name.split("-")[1]), "name": name, "host": "node-0"}
+            for name in names]
+
+
+def env_task():
+    """The role's task that writes task.env, loaded as Ansible loads it (its templates trusted)."""
+    tasks = DataLoader().load_from_file(TASKS_FILE, trusted_as_template=True)
+    return next(t for t in tasks if t["name"].startswith("Write each task's environment"))
+
+
+def render_env_files(my_tasks, **variables):
+    """{task name: task.env text} for the tasks of one host, as the role renders them."""
+    task = env_task()
+    files = {}
+    for item in my_tasks:
+        values = {"training_cluster_name": "job", "__training_work_dir": WORK_DIR, "training_env": {},
+                  "__training_my_tasks": my_tasks, "item": item, **task.get("vars", {}), **variables}
+        files[item["name"]] = Templar(loader=DataLoader(), variables=values).template(
+            task["ansible.builtin.copy"]["content"])
+    return files
+
+
+def devices(my_tasks, **variables):
+    """{task name: CUDA_VISIBLE_DEVICES value, or None without the line}."""
+    result = {}
+    for name, text in render_env_files(my_tasks, **variables).items():
+        values = dict(line.split("=", 1) for line in text.splitlines() if line)
+        assert values["TFDIST_TASK"] == name
+        result[name] = values.get("CUDA_VISIBLE_DEVICES")
+    return result
+
+
+def test_gpu_tasks_of_a_host_get_one_gpu_each_round_robin_and_servers_none():
+    my_tasks = host_tasks("chief-0", "worker-0", "worker-1", "worker-2", "ps-0", "evaluator-0")
+    assert devices(my_tasks, cuda_gpu_count=2) == {
+        "chief-0": "0", "worker-0": "1", "worker-1": "0", "worker-2": "1", "ps-0": "", "evaluator-0": ""}
+    assert devices(my_tasks, cuda_gpu_count=8) == {
+        "chief-0": "0", "worker-0": "1", "worker-1": "2", "worker-2": "3", "ps-0": "", "evaluator-0": ""}
+
+
+def test_workers_without_the_chief_start_at_the_first_gpu():
+    assert devices(host_tasks("worker-2", "worker-3", "ps-1"), cuda_gpu_count=4) == {
+        "worker-2": "0", "worker-3": "1", "ps-1": ""}
+
+
+def test_the_gpu_count_of_a_later_run_comes_from_the_local_fact():
+    facts = {"ansible_local": {"cuda": {"gpu_count": 2, "gpu_models": ["Tesla T4", "Tesla T4"]}}}
+    assert devices(host_tasks("worker-0", "worker-1"), ansible_facts=facts) == {"worker-0": "0", "worker-1": "1"}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param({"cuda_gpu_count": 0}, id="host-without-gpu"),
+    pytest.param({}, id="cuda-role-not-run"),
+    pytest.param({"ansible_facts": {"ansible_local": {}}}, id="no-local-fact"),
+    pytest.param({"cuda_gpu_count": 4, "training_env": {"CUDA_VISIBLE_DEVICES": "3"}}, id="user-sets-it"),
+])
+def test_no_device_line_when_there_is_nothing_to_share(case):
+    assert set(devices(host_tasks("chief-0", "worker-0", "ps-0"), **case).values()) == {None}
+
+
+def test_a_lone_task_sees_every_gpu():
+    assert devices(host_tasks("worker-0"), cuda_gpu_count=4) == {"worker-0": None}
+
+
+def task_running(task_dir):
+    status = subprocess.run([sys.executable, SUPERVISOR, "status", "--dir", str(task_dir)],
+                            check=True, capture_output=True, text=True, timeout=60)
+    return json.loads(status.stdout)["running"]
+
+
+def test_the_task_process_sees_its_device(tmp_path):
+    """task.env through tfdist-supervise: a worker sees its GPU, a parameter server an empty list (not unset)."""
+    env_files = render_env_files(host_tasks("worker-0", "worker-1", "ps-0"), cuda_gpu_count=2)
+    seen = {}
+    for name in ("worker-1", "ps-0"):
+        task_dir = tmp_path / name
+        task_dir.mkdir()
+        (task_dir / "task.env").write_text(env_files[name])
+        out = task_dir / "seen.json"
+        code = "import json, os, sys; json.dump(os.environ.get('CUDA_VISIBLE_DEVICES'), open(sys.argv[1], 'w'))"
+        subprocess.run([sys.executable, SUPERVISOR, "start", "--name", name, "--dir", str(task_dir),
+                        "--env-file", str(task_dir / "task.env"), "--", sys.executable, "-c", code, str(out)],
+                       check=True, capture_output=True, timeout=60)
+        deadline = time.time() + 30
+        while task_running(task_dir) and time.time() < deadline:
+            time.sleep(0.1)
+        seen[name] = json.loads(out.read_text())
+    assert seen == {"worker-1": "1", "ps-0": ""}

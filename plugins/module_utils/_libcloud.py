@@ -203,6 +203,16 @@ def explain_error(provider, error):
     return '%s provider error: %s' % (provider, text)
 
 
+def connection_argument_spec():
+    """The module options of the cloud connection (documented in the tfdist.cluster.libcloud doc fragment)."""
+    return dict(
+        provider=dict(type='str', required=True),
+        region=dict(type='str'),
+        credentials=dict(type='dict', default={}, no_log=True),
+        driver_options=dict(type='dict', default={}),
+    )
+
+
 def get_driver(provider, region=None, credentials=None, driver_options=None):
     """Build a libcloud compute driver for `provider`; raises TfdistCloudError for what the user must fix."""
     cls = _driver_class(provider)

@@ -142,6 +142,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
+    connection_argument_spec,
     explain_error,
     get_driver,
     validate_cluster_name,
@@ -150,10 +151,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 
 def main():
     argument_spec = dict(
-        provider=dict(type='str', required=True),
-        region=dict(type='str'),
-        credentials=dict(type='dict', default={}, no_log=True),
-        driver_options=dict(type='dict', default={}),
+        connection_argument_spec(),
         cluster=dict(type='str', required=True),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         public_key=dict(type='str', no_log=False),

@@ -268,6 +268,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     LIBCLOUD_IMPORT_ERROR,
     ROLES,
     TfdistCloudError,
+    connection_argument_spec,
     explain_error,
     cluster_tags,
     create_nodes,
@@ -505,10 +506,7 @@ class ClusterNodes:
 
 def main():
     argument_spec = dict(
-        provider=dict(type='str', required=True),
-        region=dict(type='str'),
-        credentials=dict(type='dict', default={}, no_log=True),
-        driver_options=dict(type='dict', default={}),
+        connection_argument_spec(),
         cluster=dict(type='str', required=True),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         roles=dict(type='list', elements='dict', default=[], options=dict(

@@ -105,6 +105,8 @@ _IMAGE_KEYS = ('image_id', 'imageId', 'image')
 
 # Hook for drivers that create many nodes in one API call: driver type -> func(driver, connect, requests).
 _BATCH_CREATORS = {}
+# And for drivers that destroy many nodes in one API call: driver type -> func(driver, nodes).
+_BATCH_DESTROYERS = {}
 
 
 def register_driver(name, driver):
@@ -128,6 +130,11 @@ def register_batch_creator(driver_type, func):
     It returns one Node or exception per request; `connect` makes a driver for each extra thread.
     """
     _BATCH_CREATORS[driver_type] = func
+
+
+def register_batch_destroyer(driver_type, func):
+    """Use func(driver, nodes) to destroy nodes of drivers of `driver_type` in one call; None or exception per node."""
+    _BATCH_DESTROYERS[driver_type] = func
 
 
 def known_providers():
@@ -489,10 +496,17 @@ def _ec2_batch_destroy(driver, nodes):
     return [None] * len(nodes)
 
 
+register_batch_destroyer('ec2', _ec2_batch_destroy)
+
+
 def destroy_nodes(connect, nodes):
-    """Destroy nodes (in one call on EC2, else in parallel); returns None per destroyed node, or the exception raised."""
-    if len(nodes) > 1 and nodes[0].driver.type == 'ec2':
-        return _ec2_batch_destroy(connect(), nodes)
+    """Destroy nodes (in one call where a batch destroyer is registered, else in parallel).
+
+    Returns None per destroyed node, or the exception raised.
+    """
+    batch = _BATCH_DESTROYERS.get(nodes[0].driver.type) if len(nodes) > 1 else None
+    if batch:
+        return batch(connect(), nodes)
 
     def destroy(drv, node):
         if not drv.destroy_node(node):

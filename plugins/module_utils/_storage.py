@@ -90,43 +90,26 @@ def _check_bucket(fs, bucket, field, url):
         raise StorageError('%s: %s: the bucket %r does not exist' % (field, url, bucket))
 
 
-def _bucket_or_root(fs, path, url):
-    if url.startswith('s3://'):
-        return path.split('/', 1)[0]
-    return '/'
-
-
 def check(url, field, mode='read', options=None):
     """Raise StorageError naming `field` unless url can be read (an existing file) or written (its parent)."""
     fs, path = open_location(url, field, options)
     try:
+        # The store itself first: exists() would report a wrong NameNode or a missing bucket as a missing file.
         if url.startswith(('hdfs://', 'webhdfs://')):
-            fs.ls('/')  # the NameNode answers (exists() would hide a wrong address as a missing file)
+            fs.ls('/')
         elif url.startswith('s3://'):
             _check_bucket(fs, path.split('/', 1)[0], field, url)
         if mode == 'read':
             if not fs.exists(path):
-                # Tell a missing bucket or an unreachable NameNode from a missing file.
-                root = _bucket_or_root(fs, path, url)
-                if not fs.exists(root):
-                    raise StorageError('%s: %s: the bucket %r does not exist' % (field, url, root))
                 raise StorageError('%s: %s does not exist' % (field, url))
             if fs.isdir(path):
                 raise StorageError('%s: %s is a folder; give a file' % (field, url))
-        else:
-            root = _bucket_or_root(fs, path, url)
-            if url.startswith('s3://'):
-                if not fs.exists(root):
-                    raise StorageError('%s: %s: the bucket %r does not exist' % (field, url, root))
-            elif not url.startswith(('hdfs://', 'webhdfs://')):
-                parent = os.path.dirname(path.rstrip('/')) or '/'
-                existing = parent
-                while existing and not os.path.exists(existing):
-                    existing = os.path.dirname(existing)
-                if not os.access(existing or '/', os.W_OK):
-                    raise StorageError('%s: %s: cannot write under %s' % (field, url, existing))
-            else:
-                fs.ls(root)
+        elif '://' not in url or url.startswith('file://'):
+            existing = os.path.dirname(path.rstrip('/')) or '/'
+            while not os.path.exists(existing):
+                existing = os.path.dirname(existing)
+            if not os.access(existing, os.W_OK):
+                raise StorageError('%s: %s: cannot write under %s' % (field, url, existing))
     except StorageError:
         raise
     except Exception as e:

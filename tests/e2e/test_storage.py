@@ -55,6 +55,14 @@ def test_dataset_staged_into_s3_trains_and_the_model_lands_in_s3(ec2_emulator, b
     (["tf_data=hdfs://namenode.invalid:8020/data/digits.npz"],
      "tf_data: hdfs://namenode.invalid:8020/data/digits.npz: cannot reach the storage"),
     (["tf_stage_data=/nonexistent/digits.npz", "tf_data=s3://BUCKET/d.npz"], "tf_stage_data: /nonexistent/digits.npz does not exist"),
+    (["tf_model_url=s3://BUCKET/models,s3://no-such-bucket-z/m"],
+     "tf_model_url: s3://no-such-bucket-z/m: the bucket 'no-such-bucket-z' does not exist"),
+    # The cluster's own HDFS (hdfs:///): needs tf_hdfs, and cluster nodes to run on.
+    (["tf_data=hdfs:///datasets/digits.npz"],
+     "tf_data: hdfs:///datasets/digits.npz is on the cluster HDFS (hdfs:/// names no NameNode): add -e tf_hdfs=true"),
+    (["tf_checkpoint_url=hdfs:///checkpoints"], "tf_checkpoint_url: hdfs:///checkpoints is on the cluster HDFS"),
+    (["tf_hdfs=true"], "tf_hdfs: cloud=local has no cluster nodes to run HDFS on"),
+    (["tf_checkpoint_url=ftp://host/ckpt"], "tf_checkpoint_url: ftp://host/ckpt must be a file://, hdfs://, webhdfs:// or s3:// folder URL"),
 ])
 def test_bad_storage_settings_are_named_before_anything_is_made(ec2_emulator, bucket, cluster_name, extra, message):
     extra = [e.replace("BUCKET", bucket) for e in extra]

@@ -139,6 +139,18 @@ def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_
     assert local_files_of(aws_cluster) == []
 
 
+def test_tensorboard_opens_its_port_to_the_controller_only(aws, cloud, aws_cluster):
+    result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_tensorboard=true", "tf_tensorboard_port=6010")
+    assert result.returncode == 0, result.stdout[-4000:]
+    [group] = cloud.groups(aws_cluster)
+    by_port = {r["FromPort"]: r for r in group["IpPermissions"]}
+    for port in (22, 6010):  # from the controller's address, not from the cluster or anywhere else
+        assert [ip["CidrIp"] for ip in by_port[port]["IpRanges"]] == ["127.0.0.1/32"], port
+        assert not by_port[port]["UserIdGroupPairs"], port
+    for port in (2222, 8020, 9870):  # still only from the cluster's own nodes
+        assert not by_port[port]["IpRanges"] and by_port[port]["UserIdGroupPairs"], port
+
+
 def test_an_interrupted_batch_converges_without_duplicates(aws, cloud, aws_cluster):
     # What a deploy killed right after RunInstances leaves: nodes of the cluster not yet numbered.
     cloud.ec2.run_instances(ImageId=aws.image_id, InstanceType="g4dn.xlarge", MinCount=2, MaxCount=2,

@@ -22,7 +22,7 @@ help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
 	@echo "make test     set up and run every test"
 	@echo "make destroy  remove the cluster (CLOUD=..., CLUSTER=...)"
-	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes"
+	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make build    build the Galaxy collection tarball into build/"
 	@echo "make images   start Docker and build the docker cloud's node images"
@@ -70,6 +70,7 @@ bench: setup
 	$(BIN)/python bench/deploy_overhead.py
 	$(BIN)/python bench/docker_scaling.py
 	$(BIN)/python bench/cloud_scale.py
+	$(BIN)/python bench/checkpoint_mirror.py
 
 clean:
 	rm -rf build .pytest_cache

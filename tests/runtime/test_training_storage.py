@@ -113,3 +113,20 @@ def test_tensorboard_gets_the_training_loss_and_the_evaluator_accuracy(tmp_path)
     assert loss[-1][0] == 200 and loss[-1][1] < loss[0][1]  # the curve TensorBoard draws goes down
     assert found["train/held_out_accuracy"] == [[200, pytest.approx(read_json(work / "result.json")["accuracy"], abs=1e-4)]]
     assert [step for step, _ in found["eval/accuracy"]][-1] == 200 and found["eval/accuracy"][-1][1] > 0.8
+
+
+def test_data_at_a_url_is_read_again_when_it_changes(bucket, tmp_path):
+    with np.load(lc.DIGITS) as digits:
+        x, y = digits["x"], digits["y"]
+    for rows, steps in ((len(x), 20), (1000, 40)):  # the same URL, new content on the second run
+        buffer = tmp_path / "d.npz"
+        np.savez(buffer, x=x[:rows], y=y[:rows])
+        bucket.upload_file(str(buffer), "jobs", "datasets/d.npz")
+        dirs = {}
+        try:
+            dirs = run_job(tmp_path / "job", lc.layout(workers=0, ps=0), strategy="multi_worker_mirrored",
+                           steps=steps, data="s3://jobs/datasets/d.npz")
+        finally:
+            lc.stop_all(dirs)
+        result = read_json(tmp_path / "job" / "result.json")
+        assert result["num_train_examples"] + result["num_test_examples"] == rows

@@ -22,17 +22,15 @@ description:
   - Pass RV(access) to M(tfdist.cluster.libcloud_node) so that new nodes get the key and sit behind the firewall.
 author: tfdist maintainers
 extends_documentation_fragment:
+  - tfdist.cluster.attributes
   - tfdist.cluster.libcloud
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Lists in RV(changes) what would be created, corrected or removed, and changes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row with the same arguments, the second run reports no change.
     support: full
 options:
   cluster:

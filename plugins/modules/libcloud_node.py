@@ -19,18 +19,16 @@ description:
   - Roles not listed in O(roles) are left as they are; give them O(roles[].count=0) to remove their nodes.
 author: tfdist maintainers
 extends_documentation_fragment:
+  - tfdist.cluster.attributes
   - tfdist.cluster.libcloud
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Computes the plan (returned as RV(plan)), resolving sizes and images, and changes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: full
     details: The diff lists the names of the cluster's nodes before and after.
   idempotent:
-    description: When run twice in a row with the same arguments, the second run reports no change.
     support: full
 options:
   cluster:

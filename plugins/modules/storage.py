@@ -19,16 +19,15 @@ description:
   - S3 credentials come from the standard AWS environment variables (or the instance's role); they are never
     module arguments, so they are never logged.
 author: tfdist maintainers
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Checks that the source can be read and the target written, and copies nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row with the same arguments, the second run reports no change.
     support: full
     details: A copy onto a file that already has the same size changes nothing.
 options:

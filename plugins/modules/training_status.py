@@ -45,16 +45,15 @@ options:
     description: Seconds to wait for each probed port.
     type: float
     default: 2.0
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Only reads; check mode runs the same probe.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row with the same arguments, the second run reports no change.
     support: full
     details: It only reads.
 """

@@ -109,16 +109,15 @@ options:
     description: Seconds to wait for the task to stop before it is killed.
     type: int
     default: 15
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Computes whether the task would be started, restarted or stopped, and changes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row with the same arguments, the second run reports no change.
     support: partial
     details: With O(state=started) a finished task is launched again unless O(rerun_finished=false).
 """

@@ -1,0 +1,18 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+
+    # What the attributes mean; each module says how far it supports them (support, details).
+    DOCUMENTATION = r'''
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+  idempotent:
+    description: When run twice in a row with the same arguments, the second run reports no change.
+'''

@@ -1,19 +1,30 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
+"""The storage policy: what a data or model URL means, who reads it, and how its bytes move.
 
-"""Datasets and models at URLs: file://, hdfs:// (through WebHDFS), s3:// (AWS or any S3 endpoint).
+One home for every rule about a URL: `classify` says what a setting's value is (built-in dataset,
+local path, http(s), a storage URL, the cluster's own HDFS), `storage_plan` applies that to a job's
+settings (what the controller reads and writes, what the chief does itself, what the nodes need),
+and `filesystem` maps a storage URL to an fsspec file system. The playbooks use it through the
+tfdist.cluster.storage_url and storage_plan filters, the storage module and the node-side training
+program call it directly.
 
 TensorFlow 2.21 has no hdfs:// or s3:// file system and tensorflow-io no longer loads on it, so tfdist
-moves bytes with fsspec (s3fs for S3, its webhdfs client for HDFS) and stages them on local disk.
+moves bytes with fsspec (s3fs for S3, its WebHDFS client for HDFS) and stages them on local disk.
 
+Standard library besides fsspec (optional until bytes move): it is shipped to the nodes too.
 Private to the collection (leading underscore): the API may change between releases.
 """
 
 from __future__ import annotations
 
+import getpass
+import hashlib
 import os
+import posixpath
 import traceback
 import urllib.parse
+import urllib.request
 
 try:
     import fsspec
@@ -24,50 +35,190 @@ else:
     HAS_FSSPEC = True
     FSSPEC_IMPORT_ERROR = None
 
+# Folders and files read and written through fsspec.
 SCHEMES = ('file', 'hdfs', 'webhdfs', 's3')
+# What a dataset may also be: a built-in dataset of the training role, or a web download.
+BUILTIN_PREFIX = 'builtin:'
 WEBHDFS_PORT = 9870
+# hdfs:///PATH names no NameNode: it is the cluster's own HDFS (tf_hdfs).
+CLUSTER_HDFS = 'hdfs:///'
+# What the nodes' virtualenv needs to reach storage URLs themselves.
+NODE_PACKAGES = {'fsspec': 'fsspec==2026.9.0', 's3': 's3fs==2026.9.0'}
 
 
 class StorageError(Exception):
     """Something about a storage setting the user can fix; the message starts with the setting's name."""
 
 
-def _s3_endpoint(options):
-    return (options.get('s3_endpoint_url') or os.environ.get('AWS_ENDPOINT_URL_S3')
-            or os.environ.get('AWS_ENDPOINT_URL') or None)
+# ---------------------------------------------------------------- what a value means
 
 
-def open_location(url, field, options=None):
-    """(filesystem, path) for url; `field` names the setting in every error."""
+def classify(value, field='url', cwd=None, hdfs_uri=None):
+    """What a data or folder setting holds, as a dict.
+
+    kind: builtin (a dataset of the training role), local (a path or file:// URL on this host),
+    http (downloaded by whoever trains), storage (a file://, hdfs://, webhdfs:// or s3:// URL moved
+    with fsspec) or empty. on_cluster: an hdfs:/// URL, the cluster's own HDFS. url: the value with
+    a relative path made absolute against cwd, and hdfs:/// resolved against hdfs_uri when given.
+    """
+    value = (value or '').strip()
+    info = {'field': field, 'value': value, 'kind': 'empty', 'scheme': '', 'url': value, 'path': '',
+            'on_cluster': False}
+    if not value:
+        return info
+    if value.startswith(BUILTIN_PREFIX):
+        info.update(kind='builtin', scheme='builtin', path=value[len(BUILTIN_PREFIX):])
+        return info
+    scheme = urllib.parse.urlparse(value).scheme
+    if len(scheme) < 2:  # a path (a one-letter scheme would be a Windows drive)
+        path = value if os.path.isabs(value) or not cwd else os.path.join(cwd, value)
+        info.update(kind='local', scheme='file', url=path, path=path)
+        return info
+    info['scheme'] = scheme
+    if scheme == 'file':
+        path = urllib.parse.unquote(urllib.parse.urlparse(value).path)
+        info.update(kind='local', url=path, path=path)
+    elif scheme in ('http', 'https'):
+        info['kind'] = 'http'
+    elif scheme in SCHEMES:
+        info['kind'] = 'storage'
+        if value.startswith(CLUSTER_HDFS):
+            info['on_cluster'] = True
+            if hdfs_uri:
+                info['url'] = hdfs_uri.rstrip('/') + '/' + value[len(CLUSTER_HDFS):]
+    else:
+        info['kind'] = 'unknown'
+    return info
+
+
+def _split(value):
+    if isinstance(value, (list, tuple)):
+        items = value
+    else:
+        items = (value or '').split(',')
+    return [item.strip() for item in items if item and item.strip()]
+
+
+def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='', tf_hdfs=False, cwd=None,
+                 cache_dir=None, hdfs_uri=None):
+    """What a job does with its storage settings (the tf_* variables of deploy.yml), as a dict.
+
+    data: classify(tf_data) plus `reader`: controller (a storage URL off the cluster, read with the
+    controller's credentials and staged, so nodes hold none), nodes (http(s), or the cluster's HDFS,
+    which only the nodes reach) or copy (built-in or local: the training role copies it); `staged`, the
+    controller path a read URL lands at; `node_value`, what the training program is given.
+    stage: the local file copied to tf_data first, and whether the chief does it (to the cluster HDFS).
+    model_urls: every tf_model_url folder; controller_model_urls the ones the controller writes,
+    chief_model_url the one on the cluster HDFS, which the chief writes itself.
+    checkpoint_url: resolved. node_packages: what the nodes' virtualenv needs for what they reach.
+    errors: the messages of settings that cannot work, each starting with the setting's name.
+    """
+    data = classify(tf_data, 'tf_data', cwd, hdfs_uri)
+    stage = classify(tf_stage_data, 'tf_stage_data', cwd)
+    models = [classify(url, 'tf_model_url', cwd, hdfs_uri) for url in _split(tf_model_url)]
+    checkpoint = classify(tf_checkpoint_url, 'tf_checkpoint_url', cwd, hdfs_uri)
+    errors = []
+
+    on_cluster = [item for item in [data, checkpoint] + models if item['on_cluster']]
+    for item in on_cluster:
+        if not tf_hdfs:
+            errors.append('%s: %s is on the cluster HDFS (hdfs:/// names no NameNode): add -e tf_hdfs=true, '
+                          'or name the NameNode (hdfs://HOST:PORT/PATH)' % (item['field'], item['value']))
+        elif len(item['value']) <= len(CLUSTER_HDFS) or item['value'][len(CLUSTER_HDFS)] == '/':
+            errors.append('%s: %s names no file or folder' % (item['field'], item['value']))
+    if data['kind'] == 'unknown':
+        errors.append('tf_data: %s: unsupported URL scheme %r; use builtin:NAME, a path, http(s)://, %s'
+                      % (data['value'], data['scheme'], ', '.join('%s://' % s for s in SCHEMES)))
+    for item in [checkpoint] + models:
+        if item['kind'] not in ('empty', 'storage') and not (item['kind'] == 'local' and item['scheme'] == 'file'
+                                                             and '://' in item['value']):
+            errors.append('%s: %s must be a file://, hdfs://, webhdfs:// or s3:// folder URL'
+                          % (item['field'], item['value']))
+    if len([item for item in models if item['on_cluster']]) > 1:
+        errors.append('tf_model_url: give at most one folder on the cluster HDFS (hdfs:///...)')
+    if stage['kind'] != 'empty' and data['kind'] != 'storage':
+        errors.append('tf_stage_data: %s is copied to tf_data, which must then be an s3:// or hdfs:// URL (got %s)'
+                      % (tf_stage_data, tf_data))
+
+    if data['kind'] == 'storage' and not data['on_cluster']:
+        reader = 'controller'
+    elif data['kind'] in ('http', 'storage'):
+        reader = 'nodes'
+    else:
+        reader = 'copy'
+    data['reader'] = reader
+    data['staged'] = ''
+    if reader == 'controller' and cache_dir:
+        digest = hashlib.sha1(data['value'].encode()).hexdigest()[:12]
+        data['staged'] = os.path.join(cache_dir, '%s-%s' % (digest, posixpath.basename(data['value'])))
+    data['node_value'] = data['staged'] or data['url']
+
+    chief_urls = [item for item in [checkpoint] + models if item['on_cluster']]
+    reached_by_nodes = [item for item in [data] + [checkpoint] + models
+                        if item['on_cluster'] or (item is checkpoint and item['kind'] == 'storage')]
+    packages = []
+    if reached_by_nodes:
+        packages.append(NODE_PACKAGES['fsspec'])
+    if any(item['scheme'] == 's3' for item in reached_by_nodes):
+        packages.append(NODE_PACKAGES['s3'])
+    return {
+        'data': data,
+        'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster']),
+        'model_urls': [item['value'] for item in models],
+        'controller_model_urls': [item['value'] for item in models if not item['on_cluster']],
+        'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
+        'checkpoint_url': checkpoint['url'],
+        'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': 'write'} for item in chief_urls]
+        + ([{'field': 'tf_data', 'url': data['url'], 'check': 'read'}] if data['on_cluster'] else []),
+        'node_packages': packages,
+        'errors': errors,
+    }
+
+
+# ---------------------------------------------------------------- moving bytes
+
+
+def filesystem(url, field='url', options=None):
+    """(fsspec file system, path) of a storage URL; `field` names the setting in every error.
+
+    hdfs://NAMENODE[:RPC_PORT]/PATH goes through WebHDFS on NAMENODE:webhdfs_port (no Hadoop client),
+    as options['hdfs_user'], else $HADOOP_USER_NAME, else the login name. s3:// uses the standard AWS
+    variables (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for another S3 store); credentials are never
+    passed through here.
+    """
     options = options or {}
     parsed = urllib.parse.urlparse(url)
-    scheme = parsed.scheme or 'file'
+    scheme = parsed.scheme if len(parsed.scheme) > 1 else 'file'
     if scheme not in SCHEMES:
         raise StorageError('%s: %r: unsupported URL scheme %r; use %s'
                            % (field, url, scheme, ', '.join('%s://' % s for s in SCHEMES)))
+    if not HAS_FSSPEC:
+        raise StorageError('%s: %s: this URL needs the fsspec package (and s3fs for s3://); '
+                           'TensorFlow 2.21 itself reads no hdfs:// or s3://' % (field, url))
     if scheme == 'file':
         return fsspec.filesystem('file'), urllib.parse.unquote(parsed.path) if parsed.scheme else url
     if not parsed.netloc:
         raise StorageError('%s: %r has no %s' % (field, url, 'bucket' if scheme == 's3' else 'namenode host'))
     if scheme == 's3':
         client_kwargs = {}
-        endpoint = _s3_endpoint(options)
+        endpoint = (options.get('s3_endpoint_url') or os.environ.get('AWS_ENDPOINT_URL_S3')
+                    or os.environ.get('AWS_ENDPOINT_URL'))
         if endpoint:
             client_kwargs['endpoint_url'] = endpoint
         region = options.get('s3_region') or os.environ.get('AWS_DEFAULT_REGION') or os.environ.get('AWS_REGION')
         if region:
             client_kwargs['region_name'] = region
-        # Credentials: the standard AWS variables, read by botocore itself; never passed through here.
         fs = fsspec.filesystem('s3', client_kwargs=client_kwargs, skip_instance_cache=True)
         return fs, parsed.netloc + parsed.path
-    # hdfs://namenode[:rpc port]/path: tfdist talks WebHDFS (HTTP) to the NameNode, so no Hadoop client is needed.
-    port = options.get('webhdfs_port') or (parsed.port if scheme == 'webhdfs' and parsed.port else WEBHDFS_PORT)
-    fs = fsspec.filesystem('webhdfs', host=parsed.hostname, port=int(port), user=options.get('hdfs_user') or 'root',
-                           skip_instance_cache=True)
+    port = (parsed.port if scheme == 'webhdfs' and parsed.port else None) or options.get('webhdfs_port') \
+        or os.environ.get('TFDIST_WEBHDFS_PORT') or WEBHDFS_PORT
+    user = options.get('hdfs_user') or os.environ.get('HADOOP_USER_NAME') or getpass.getuser()
+    fs = fsspec.filesystem('webhdfs', host=parsed.hostname, port=int(port), user=user, skip_instance_cache=True)
     return fs, parsed.path or '/'
 
 
-def _explain(field, url, error):
+def explain(field, url, error):
+    """A message for a storage error that names the setting and says what to check."""
     text = str(error) or type(error).__name__
     if isinstance(error, PermissionError) or any(word in text for word in (
             'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden', 'NoCredentialsError',
@@ -92,7 +243,7 @@ def _check_bucket(fs, bucket, field, url):
 
 def check(url, field, mode='read', options=None):
     """Raise StorageError naming `field` unless url can be read (an existing file) or written (its parent)."""
-    fs, path = open_location(url, field, options)
+    fs, path = filesystem(url, field, options)
     try:
         # The store itself first: exists() would report a wrong NameNode or a missing bucket as a missing file.
         if url.startswith(('hdfs://', 'webhdfs://')):
@@ -113,12 +264,39 @@ def check(url, field, mode='read', options=None):
     except StorageError:
         raise
     except Exception as e:
-        raise StorageError(_explain(field, url, e))
+        raise StorageError(explain(field, url, e))
+
+
+def ensure_folder(url, field, options=None):
+    """(fs, path) of a folder URL made ready for writing. A missing S3 bucket is an error: fsspec would create it."""
+    fs, path = filesystem(url, field, options)
+    try:
+        if url.startswith('s3://'):
+            _check_bucket(fs, path.split('/', 1)[0], field, url)
+        else:
+            fs.makedirs(path, exist_ok=True)
+    except StorageError:
+        raise
+    except Exception as e:
+        raise StorageError(explain(field, url, e))
+    return fs, path
+
+
+def version(url, field, options=None):
+    """Size and modification time of a URL ('' for http): new content at the same URL is fetched again."""
+    if urllib.parse.urlparse(url).scheme in ('http', 'https'):
+        return ''
+    fs, path = filesystem(url, field, options)
+    try:
+        info = fs.info(path)
+    except Exception as e:
+        raise StorageError(explain(field, url, e))
+    return '%s:%s' % (info.get('size'), info.get('modificationTime') or info.get('LastModified') or info.get('mtime'))
 
 
 def upload(local, url, field, options=None):
-    """Copy a local file (or a folder, recursively) to url; returns the list of URLs written."""
-    fs, path = open_location(url, field, options)
+    """Copy a local file (or a folder, recursively) to url; returns the list of paths written."""
+    fs, path = filesystem(url, field, options)
     try:
         if os.path.isdir(local):
             fs.put(local.rstrip('/') + '/', path.rstrip('/') + '/', recursive=True)
@@ -129,27 +307,34 @@ def upload(local, url, field, options=None):
             fs.put_file(local, path)
         return sorted(fs.find(path)) if os.path.isdir(local) else [path]
     except Exception as e:
-        raise StorageError(_explain(field, url, e))
+        raise StorageError(explain(field, url, e))
 
 
 def download(url, local, field, options=None):
-    """Copy url to the local file `local` (atomically); returns its size in bytes."""
-    fs, path = open_location(url, field, options)
+    """Copy url (a storage or http(s) URL) to the local file `local`, atomically; returns its size in bytes."""
     os.makedirs(os.path.dirname(local) or '.', exist_ok=True)
     part = '%s.part.%d' % (local, os.getpid())
     try:
-        fs.get_file(path, part)
+        if urllib.parse.urlparse(url).scheme in ('http', 'https'):
+            with urllib.request.urlopen(url, timeout=60) as response, open(part, 'wb') as handle:
+                for chunk in iter(lambda: response.read(1 << 20), b''):
+                    handle.write(chunk)
+        else:
+            fs, path = filesystem(url, field, options)
+            fs.get_file(path, part)
+    except StorageError:
+        raise
     except Exception as e:
         if os.path.exists(part):
             os.remove(part)
-        raise StorageError(_explain(field, url, e))
+        raise StorageError(explain(field, url, e))
     os.replace(part, local)
     return os.path.getsize(local)
 
 
 def same_content(local, url, field, options=None):
     """True when url holds a file of the same size as local (cheap idempotence for uploads)."""
-    fs, path = open_location(url, field, options)
+    fs, path = filesystem(url, field, options)
     try:
         return fs.exists(path) and fs.size(path) == os.path.getsize(local)
     except Exception:

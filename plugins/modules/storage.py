@@ -58,13 +58,15 @@ options:
     description: S3 endpoint of a non-AWS store; default E(AWS_ENDPOINT_URL_S3) or E(AWS_ENDPOINT_URL).
     type: str
   webhdfs_port:
-    description: The NameNode's HTTP port for V(hdfs://) URLs (the port in an C(hdfs://) URL is the RPC port).
+    description:
+      - The NameNode's HTTP port for V(hdfs://) URLs (the port in an C(hdfs://) URL is the RPC port).
+      - Default E(TFDIST_WEBHDFS_PORT), else V(9870).
     type: int
-    default: 9870
   hdfs_user:
-    description: HDFS user name for WebHDFS (simple authentication).
+    description:
+      - HDFS user name for WebHDFS (simple authentication).
+      - Default E(HADOOP_USER_NAME), else the login name, as Hadoop's own client does.
     type: str
-    default: root
 requirements:
   - fsspec
   - s3fs (for s3:// URLs)
@@ -135,8 +137,8 @@ def main():
             check=dict(type='str', choices=['read', 'write'], default='read'),
             force=dict(type='bool', default=False),
             s3_endpoint_url=dict(type='str'),
-            webhdfs_port=dict(type='int', default=9870),
-            hdfs_user=dict(type='str', default='root'),
+            webhdfs_port=dict(type='int'),
+            hdfs_user=dict(type='str'),
         ),
         mutually_exclusive=[['src', 'dest']],
         supports_check_mode=True,

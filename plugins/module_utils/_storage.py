@@ -57,9 +57,10 @@ def classify(value, field='url', cwd=None, hdfs_uri=None):
     """What a data or folder setting holds, as a dict.
 
     kind: builtin (a dataset of the training role), local (a path or file:// URL on this host),
-    http (downloaded by whoever trains), storage (a file://, hdfs://, webhdfs:// or s3:// URL moved
-    with fsspec) or empty. on_cluster: an hdfs:/// URL, the cluster's own HDFS. url: the value with
-    a relative path made absolute against cwd, and hdfs:/// resolved against hdfs_uri when given.
+    http (downloaded by whoever trains), storage (an hdfs://, webhdfs:// or s3:// URL moved with
+    fsspec), unknown (another scheme) or empty. path: the local path of a local value.
+    on_cluster: an hdfs:/// URL, the cluster's own HDFS. url: the value with a relative path made
+    absolute against cwd, and hdfs:/// resolved against hdfs_uri when given.
     """
     value = (value or '').strip()
     info = {'field': field, 'value': value, 'kind': 'empty', 'scheme': '', 'url': value, 'path': '',
@@ -76,8 +77,7 @@ def classify(value, field='url', cwd=None, hdfs_uri=None):
         return info
     info['scheme'] = scheme
     if scheme == 'file':
-        path = urllib.parse.unquote(urllib.parse.urlparse(value).path)
-        info.update(kind='local', url=path, path=path)
+        info.update(kind='local', path=urllib.parse.unquote(urllib.parse.urlparse(value).path))
     elif scheme in ('http', 'https'):
         info['kind'] = 'http'
     elif scheme in SCHEMES:
@@ -110,7 +110,7 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     stage: the local file copied to tf_data first, and whether the chief does it (to the cluster HDFS).
     model_urls: every tf_model_url folder; controller_model_urls the ones the controller writes,
     chief_model_url the one on the cluster HDFS, which the chief writes itself.
-    checkpoint_url: resolved. node_packages: what the nodes' virtualenv needs for what they reach.
+    checkpoint_url: resolved. chief_checks: the URLs the chief checks itself before training. node_packages: what the nodes' virtualenv needs for what they reach.
     errors: the messages of settings that cannot work, each starting with the setting's name.
     """
     data = classify(tf_data, 'tf_data', cwd, hdfs_uri)
@@ -129,11 +129,9 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     if data['kind'] == 'unknown':
         errors.append('tf_data: %s: unsupported URL scheme %r; use builtin:NAME, a path, http(s)://, %s'
                       % (data['value'], data['scheme'], ', '.join('%s://' % s for s in SCHEMES)))
-    for item in [checkpoint] + models:
-        if item['kind'] not in ('empty', 'storage') and not (item['kind'] == 'local' and item['scheme'] == 'file'
-                                                             and '://' in item['value']):
-            errors.append('%s: %s must be a file://, hdfs://, webhdfs:// or s3:// folder URL'
-                          % (item['field'], item['value']))
+    if checkpoint['kind'] not in ('empty', 'storage') and not checkpoint['value'].startswith('file://'):
+        errors.append('tf_checkpoint_url: %s must be a file://, hdfs://, webhdfs:// or s3:// folder URL'
+                      % checkpoint['value'])
     if len([item for item in models if item['on_cluster']]) > 1:
         errors.append('tf_model_url: give at most one folder on the cluster HDFS (hdfs:///...)')
     if stage['kind'] != 'empty' and data['kind'] != 'storage':
@@ -153,9 +151,9 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         data['staged'] = os.path.join(cache_dir, '%s-%s' % (digest, posixpath.basename(data['value'])))
     data['node_value'] = data['staged'] or data['url']
 
-    chief_urls = [item for item in [checkpoint] + models if item['on_cluster']]
-    reached_by_nodes = [item for item in [data] + [checkpoint] + models
-                        if item['on_cluster'] or (item is checkpoint and item['kind'] == 'storage')]
+    # The URLs the nodes move bytes to or from through fsspec themselves (http(s) needs nothing).
+    reached_by_nodes = [item for item in [data, checkpoint] + models
+                        if item['on_cluster'] or (item is checkpoint and item['kind'] != 'empty')]
     packages = []
     if reached_by_nodes:
         packages.append(NODE_PACKAGES['fsspec'])
@@ -165,11 +163,13 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         'data': data,
         'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster']),
         'model_urls': [item['value'] for item in models],
-        'controller_model_urls': [item['value'] for item in models if not item['on_cluster']],
+        'controller_model_urls': [item['value'].rstrip('/') for item in models if not item['on_cluster']],
         'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
         'checkpoint_url': checkpoint['url'],
-        'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': 'write'} for item in chief_urls]
-        + ([{'field': 'tf_data', 'url': data['url'], 'check': 'read'}] if data['on_cluster'] else []),
+        # What the chief checks itself before training: what it reads from the cluster HDFS, and the folders it writes.
+        'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': check}
+                         for item, check in [(data, 'read')] + [(checkpoint, 'write')] + [(m, 'write') for m in models]
+                         if item['on_cluster'] or (item is checkpoint and item['kind'] != 'empty')],
         'node_packages': packages,
         'errors': errors,
     }

@@ -5,8 +5,10 @@ import pytest
 from ansible_collections.tfdist.cluster.plugins.module_utils._storage import (
     StorageError,
     check,
+    classify,
     download,
     same_content,
+    storage_plan,
     upload,
 )
 
@@ -42,3 +44,70 @@ def test_upload_then_download_gives_the_same_bytes(tmp_path):
 
     assert size == source.stat().st_size
     assert (tmp_path / "back" / "model.keras").read_bytes() == source.read_bytes()
+
+
+# ---------------------------------------------------------------- the policy: what a setting means
+
+
+@pytest.mark.parametrize("value, kind, url, path", [
+    ("builtin:digits", "builtin", "builtin:digits", "digits"),
+    ("data/x.npz", "local", "/home/me/data/x.npz", "/home/me/data/x.npz"),
+    ("/abs/x.csv", "local", "/abs/x.csv", "/abs/x.csv"),
+    ("file:///abs/x%20y.npz", "local", "file:///abs/x%20y.npz", "/abs/x y.npz"),
+    ("https://example.org/x.npz", "http", "https://example.org/x.npz", ""),
+    ("s3://bucket/x.npz", "storage", "s3://bucket/x.npz", ""),
+    ("hdfs://nn:8020/x.npz", "storage", "hdfs://nn:8020/x.npz", ""),
+    ("hdfs:///datasets/x.npz", "storage", "hdfs://10.0.0.5:8020/datasets/x.npz", ""),
+    ("ftp://host/x", "unknown", "ftp://host/x", ""),
+    ("", "empty", "", ""),
+])
+def test_classify_says_what_a_value_is(value, kind, url, path):
+    info = classify(value, "tf_data", cwd="/home/me", hdfs_uri="hdfs://10.0.0.5:8020")
+    assert (info["kind"], info["url"], info["path"]) == (kind, url, path)
+    assert info["on_cluster"] == value.startswith("hdfs:///")
+
+
+def plan(**settings):
+    args = dict(tf_data="builtin:digits", tf_stage_data="", tf_model_url="", tf_checkpoint_url="", tf_hdfs=False,
+                cwd="/home/me", cache_dir="/home/me/.cache/data", hdfs_uri="hdfs://10.0.0.5:8020")
+    args.update(settings)
+    return storage_plan(**args)
+
+
+def test_a_bucket_dataset_is_read_by_the_controller_and_staged():
+    data = plan(tf_data="s3://b/sets/d.npz")["data"]
+    assert data["reader"] == "controller"
+    assert data["staged"].startswith("/home/me/.cache/data/") and data["staged"].endswith("-d.npz")
+    assert data["node_value"] == data["staged"]  # nodes get a copy, never the bucket
+    assert plan(tf_data="s3://b/sets/d.npz")["node_packages"] == []
+
+
+def test_the_cluster_hdfs_is_read_and_written_by_the_nodes():
+    job = plan(tf_data="hdfs:///d.npz", tf_stage_data="d.npz", tf_model_url="hdfs:///m, s3://b/m/",
+               tf_checkpoint_url="s3://b/ck", tf_hdfs=True)
+    assert job["errors"] == []
+    assert job["data"]["reader"] == "nodes" and job["data"]["node_value"] == "hdfs://10.0.0.5:8020/d.npz"
+    assert job["stage"]["on_chief"] and job["stage"]["path"] == "/home/me/d.npz"
+    assert job["chief_model_url"] == "hdfs://10.0.0.5:8020/m"
+    assert job["controller_model_urls"] == ["s3://b/m"]
+    assert [c["field"] for c in job["chief_checks"]] == ["tf_data", "tf_checkpoint_url", "tf_model_url"]
+    assert job["node_packages"] == ["fsspec==2026.9.0", "s3fs==2026.9.0"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"tf_data": "hdfs:///d.npz"}, "tf_data: hdfs:///d.npz is on the cluster HDFS (hdfs:/// names no NameNode): "
+                                   "add -e tf_hdfs=true, or name the NameNode (hdfs://HOST:PORT/PATH)"),
+    ({"tf_checkpoint_url": "hdfs:///", "tf_hdfs": True}, "tf_checkpoint_url: hdfs:/// names no file or folder"),
+    ({"tf_checkpoint_url": "ftp://h/c"}, "tf_checkpoint_url: ftp://h/c must be a file://, hdfs://, webhdfs:// or s3:// folder URL"),
+    ({"tf_model_url": "hdfs:///a,hdfs:///b", "tf_hdfs": True}, "tf_model_url: give at most one folder on the cluster HDFS"),
+    ({"tf_stage_data": "d.npz", "tf_data": "x.npz"}, "tf_stage_data: d.npz is copied to tf_data, which must then be"),
+    ({"tf_data": "gopher://h/x"}, "tf_data: gopher://h/x: unsupported URL scheme 'gopher'"),
+])
+def test_settings_that_cannot_work_are_named(settings, message):
+    errors = plan(**settings)["errors"]
+    assert len(errors) == 1 and errors[0].startswith(message)
+
+
+def test_a_plain_job_needs_nothing_on_the_nodes():
+    job = plan()
+    assert (job["errors"], job["node_packages"], job["chief_checks"], job["data"]["reader"]) == ([], [], [], "copy")

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import (
+from ansible_collections.tfdist.cluster.plugins.filter.cluster import (
     tf_cluster_spec,
     tf_launch_order,
     tf_task_layout,
@@ -36,11 +36,11 @@ def test_one_node_hosting_every_task():
 
 def test_one_task_per_node_from_tags_uses_private_addresses():
     hostvars = {
-        "c-worker-1": {"tfdist_role": "worker", "tfdist_task_index": 1, "tfdist_private_ip": "10.0.0.3", "ansible_host": "1.2.3.4"},
-        "c-chief-0": {"tfdist_role": "chief", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.1"},
-        "c-worker-0": {"tfdist_role": "worker", "tfdist_task_index": 0, "ansible_host": "10.0.0.2"},
-        "c-ps-0": {"tfdist_role": "ps", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.4"},
-        "c-evaluator-0": {"tfdist_role": "evaluator", "tfdist_task_index": 0, "tfdist_private_ip": "10.0.0.5"},
+        "c-worker-1": {"tfdist_role": "worker", "tfdist_index": 1, "tfdist_private_ip": "10.0.0.3", "ansible_host": "1.2.3.4"},
+        "c-chief-0": {"tfdist_role": "chief", "tfdist_index": 0, "tfdist_private_ip": "10.0.0.1"},
+        "c-worker-0": {"tfdist_role": "worker", "tfdist_index": 0, "ansible_host": "10.0.0.2"},
+        "c-ps-0": {"tfdist_role": "ps", "tfdist_index": 0, "tfdist_private_ip": "10.0.0.4"},
+        "c-evaluator-0": {"tfdist_role": "evaluator", "tfdist_index": 0, "tfdist_private_ip": "10.0.0.5"},
     }
     tasks = tf_tasks(hostvars, list(hostvars), 2222)
     spec = tf_cluster_spec(tasks)
@@ -51,12 +51,12 @@ def test_one_task_per_node_from_tags_uses_private_addresses():
 @pytest.mark.parametrize(
     "hostvars, message",
     [
-        ({"a": {"tfdist_role": "worker", "tfdist_task_index": 0}}, "exactly one chief"),
-        ({"a": {"tfdist_role": "chief", "tfdist_task_index": 0},
-          "b": {"tfdist_role": "worker", "tfdist_task_index": 1}}, "worker task indexes must be 0..0"),
-        ({"a": {"tfdist_role": "chief", "tfdist_task_index": 0},
-          "b": {"tfdist_role": "chief", "tfdist_task_index": 0}}, "chief-0 is defined twice"),
-        ({"a": {"tfdist_role": "janitor", "tfdist_task_index": 0}}, "unknown TF task type 'janitor'"),
+        ({"a": {"tfdist_role": "worker", "tfdist_index": 0}}, "exactly one chief"),
+        ({"a": {"tfdist_role": "chief", "tfdist_index": 0},
+          "b": {"tfdist_role": "worker", "tfdist_index": 1}}, "worker task indexes must be 0..0"),
+        ({"a": {"tfdist_role": "chief", "tfdist_index": 0},
+          "b": {"tfdist_role": "chief", "tfdist_index": 0}}, "chief-0 is defined twice"),
+        ({"a": {"tfdist_role": "janitor", "tfdist_index": 0}}, "unknown TF task type 'janitor'"),
         ({"a": {"ansible_host": "x"}}, "neither tfdist_tasks nor tfdist_role"),
         ({"a": {"tfdist_tasks": [{"type": "chief", "index": 0, "port": 1}, {"type": "ps", "index": 0, "port": 1}]}},
          "share one address and port"),
@@ -68,7 +68,7 @@ def test_inconsistent_clusters_are_refused(hostvars, message):
 
 
 def test_node_specs_take_radl_sizes_and_images_over_the_profile():
-    from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import tf_node_specs
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_node_specs
 
     profile = {"chief": {"size": "m5.xlarge", "image": "ami-1"}, "worker": {"size": "g4dn.xlarge", "image": "ami-1"}}
     radl = {"worker": {"size": "p3.2xlarge", "image": None, "gpus": 1}, "ps": {"size": "m5.large", "image": "ami-2"}}
@@ -81,7 +81,7 @@ def test_node_specs_take_radl_sizes_and_images_over_the_profile():
 
 
 def test_plan_line_says_what_deploy_would_create_and_what_runs():
-    from ansible_collections.tfdist.cluster.plugins.filter.cluster_spec import tf_plan_line
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_plan_line
 
     spec = {"role": "worker", "count": 3, "size": "g4dn.xlarge", "image": "ami-1"}
     plan = {"worker": {"to_create": ["c-worker-2"], "to_remove": []}}

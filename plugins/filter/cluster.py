@@ -1,0 +1,90 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Filters over the cluster model (plugins/module_utils/_cluster.py): inventory hosts -> TF tasks -> TF_CONFIG.
+
+Each filter is documented in plugins/filter/<name>.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+
+
+def tf_tasks(hostvars, hosts, default_port=_cluster.DEFAULT_PORT):
+    try:
+        return _cluster.tasks(hostvars, hosts, default_port)
+    except _cluster.ClusterError as e:
+        raise AnsibleFilterError(str(e)) from e
+
+
+def tf_task_layout(workers, ps=0, evaluators=0, port_base=None):
+    return _cluster.layout(workers, ps, evaluators, port_base)
+
+
+def tf_task_name(task):
+    return _cluster.task_name(task['type'], task['index'])
+
+
+def tf_launch_order(tasks):
+    return _cluster.launch_order(tasks)
+
+
+def tf_cluster_spec(tasks):
+    return _cluster.cluster_spec(tasks)
+
+
+def tf_flags(task, cluster_spec, interface='tf_config'):
+    return _cluster.flags(task, cluster_spec, interface)
+
+
+def tf_role_nodes(role, layout, node_specs, create_args=None):
+    """libcloud_node's entry for one role: one node per task of that role in the layout."""
+    spec = dict(node_specs.get(role) or {})
+    spec.update(role=role, count=sum(1 for t in layout if t['type'] == role))
+    if create_args:
+        spec['create_args'] = dict(create_args, **(spec.get('create_args') or {}))
+    return spec
+
+
+def tf_node_specs(profile_nodes, overrides):
+    """Size and image per role: the cloud profile's, with those an override (a RADL file) sets on top."""
+    specs = {}
+    for role in _cluster.TASK_TYPES:
+        spec = dict(profile_nodes.get(role) or {})
+        spec.update((key, value) for key, value in (overrides.get(role) or {}).items()
+                    if key in ('size', 'image') and value)
+        if spec:
+            specs[role] = spec
+    return specs
+
+
+def tf_plan_line(role_spec, plan, nodes):
+    """One line of the cluster plan for a role: how many of what, and what deploy would create or remove."""
+    role = role_spec['role']
+    line = '%s: %s x %s (%s)' % (role, role_spec['count'], role_spec.get('size') or '?', role_spec.get('image') or '?')
+    running = [n['name'] for n in nodes if n.get('role') == role]
+    todo = (plan or {}).get(role) or {}
+    parts = []
+    if running:
+        parts.append('running ' + ', '.join(running))
+    if todo.get('to_create'):
+        parts.append('create ' + ', '.join(todo['to_create']))
+    if todo.get('to_remove'):
+        parts.append('remove ' + ', '.join(todo['to_remove']))
+    return line + (': ' + '; '.join(parts) if parts else '')
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            'tf_tasks': tf_tasks,
+            'tf_task_layout': tf_task_layout,
+            'tf_task_name': tf_task_name,
+            'tf_launch_order': tf_launch_order,
+            'tf_cluster_spec': tf_cluster_spec,
+            'tf_flags': tf_flags,
+            'tf_role_nodes': tf_role_nodes,
+            'tf_node_specs': tf_node_specs,
+            'tf_plan_line': tf_plan_line,
+        }

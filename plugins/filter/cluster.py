@@ -26,6 +26,10 @@ def tf_task_name(task):
     return _cluster.task_name(task['type'], task['index'])
 
 
+def tf_group(cluster, role=None):
+    return _cluster.group_name(cluster, role)
+
+
 def tf_launch_order(tasks):
     return _cluster.launch_order(tasks)
 
@@ -81,6 +85,7 @@ class FilterModule:
             'tf_tasks': tf_tasks,
             'tf_task_layout': tf_task_layout,
             'tf_task_name': tf_task_name,
+            'tf_group': tf_group,
             'tf_launch_order': tf_launch_order,
             'tf_cluster_spec': tf_cluster_spec,
             'tf_flags': tf_flags,

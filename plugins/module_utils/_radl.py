@@ -15,6 +15,8 @@ import re
 import traceback
 from collections.abc import Mapping
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TASK_TYPES
+
 try:
     from radl import radl_parse
     from radl.radl import RADLParseException, outport
@@ -25,7 +27,6 @@ else:
     HAS_RADL = True
     RADL_IMPORT_ERROR = None
 
-ROLES = ('chief', 'worker', 'ps', 'evaluator')
 # A system named otherwise says its role with this feature.
 ROLE_FEATURE = 'tfdist.role'
 
@@ -79,7 +80,7 @@ def parse_cluster(text, source=None):
         'ports': _ports(doc),
     }
     placed = []  # (system, cloud, region, endpoint) of the systems with an image URL
-    for role in ROLES:
+    for role in TASK_TYPES:
         system = roles.get(role)
         if system is None or counts[role] == 0:
             continue
@@ -104,7 +105,7 @@ def dump_cluster(cluster):
     if shape['ports']:
         public.append('outports = %s' % _quote(','.join(_port_spec(p) for p in shape['ports'])))
     lines += ['network public (%s)' % ' and '.join(public), 'network private ()', '']
-    for role in ROLES:
+    for role in TASK_TYPES:
         if not counts[role]:
             continue
         node = shape['nodes'][role]
@@ -282,13 +283,13 @@ def _roles(doc, where):
     for system in doc.systems:
         declared = system.getValue(ROLE_FEATURE)
         what = 'system %r' % system.name
-        if declared is not None and declared not in ROLES:
+        if declared is not None and declared not in TASK_TYPES:
             raise where.error('%s: %s %r is not a TF role; use chief, worker, ps or evaluator'
                               % (what, ROLE_FEATURE, declared), system.line)
-        if system.name in ROLES and declared not in (None, system.name):
+        if system.name in TASK_TYPES and declared not in (None, system.name):
             raise where.error('%s: %s %r contradicts the system name' % (what, ROLE_FEATURE, declared), system.line)
         role = declared or system.name
-        if role not in ROLES:
+        if role not in TASK_TYPES:
             raise where.error("%s: not a TF role; name systems chief, worker, ps or evaluator (or set %s = 'worker')"
                               % (what, ROLE_FEATURE), system.line)
         if role in roles:
@@ -320,7 +321,7 @@ def _counts(doc, roles, where):
             raise where.error('system %r: no deploy line; a cluster needs at least one worker' % system.name,
                               system.line)
         raise where.error('deploy %s 0: a cluster needs at least one worker' % system.name, d.line)
-    return {role: counts.get(role, 0) for role in ROLES}
+    return {role: counts.get(role, 0) for role in TASK_TYPES}
 
 
 def _node(system, where):
@@ -436,9 +437,9 @@ def _checked_shape(cluster):
         raise TfdistRadlError('to_radl: nodes must be a dict of role -> {size, image, gpus}, got %s'
                               % type(nodes).__name__)
     for role in nodes:
-        if role not in ROLES:
+        if role not in TASK_TYPES:
             raise TfdistRadlError('to_radl: nodes.%s: not a TF role; use chief, worker, ps or evaluator' % role)
-    for role in ROLES:
+    for role in TASK_TYPES:
         node = nodes.get(role) or {}
         if not isinstance(node, Mapping):
             raise TfdistRadlError('to_radl: nodes.%s must be a dict with size, image and gpus, got %s'

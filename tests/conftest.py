@@ -2,6 +2,10 @@
 
 Ansible's collection loader is installed here, before any test module imports a plugin,
 as the ansible CLIs do, so plugins load by FQCN with their doc fragments.
+
+pytest_plugins gives every test folder the fixtures of the emulated clouds (tests/emulators/fixtures.py)
+and of the Docker Engine (tests/docker_engine.py). Helpers are plain modules of tests/ (on sys.path here):
+ansible_cli (the one way to run a playbook), processes, docker_engine, emulators.
 """
 
 import os
@@ -15,4 +19,4 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 init_plugin_loader([COLLECTIONS])
 
-from emulators.fixtures import ec2_emulator  # noqa: E402,F401 - the EC2 emulator for tests/integration and tests/e2e
+pytest_plugins = ["emulators.fixtures", "docker_engine"]

@@ -1,4 +1,9 @@
-"""Process helpers shared by the tests (tests/ is on sys.path through tests/conftest.py)."""
+"""Process and port helpers shared by the tests (tests/ is on sys.path through tests/conftest.py)."""
+
+import socket
+import subprocess
+
+PORT_TRIES = 50
 
 
 def alive(pid):
@@ -8,3 +13,28 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def tf_processes(marker):
+    """PIDs of processes whose command line mentions `marker` (a job folder)."""
+    # pgrep exits 1 when nothing matches: that is the answer [], not an error.
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def free_port_block(count):
+    """A base port with `count` free consecutive ports after it."""
+    for attempt in range(PORT_TRIES):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            base = sock.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no block of free ports")

@@ -5,7 +5,8 @@ import socket
 
 import pytest
 
-from conftest import REPO, free_port_block, run_playbook
+from ansible_cli import REPO, run_playbook, tail
+from processes import free_port_block
 
 
 def assert_nothing_created(name):
@@ -31,14 +32,14 @@ def assert_nothing_created(name):
 def test_bad_input_names_the_field(cluster_name, extra, field):
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", *extra)
     assert result.returncode != 0
-    assert field in result.stdout, result.stdout[-3000:]
+    assert field in result.stdout, tail(result)
     assert_nothing_created(cluster_name)
 
 
 def test_bad_cluster_name_is_refused():
     result = run_playbook("playbooks/deploy.yml", "cluster_name=Bad_Name!")
     assert result.returncode != 0
-    assert "cluster_name: 'Bad_Name!' is not a valid cluster name" in result.stdout, result.stdout[-3000:]
+    assert "cluster_name: 'Bad_Name!' is not a valid cluster name" in result.stdout, tail(result)
 
 
 def test_port_in_use_stops_before_anything_changes(cluster_name):
@@ -48,5 +49,5 @@ def test_port_in_use_stops_before_anything_changes(cluster_name):
         busy.listen()
         result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}")
     assert result.returncode != 0
-    assert f"tf_port_base: port {base + 2} (worker-1) is already in use" in result.stdout, result.stdout[-3000:]
+    assert f"tf_port_base: port {base + 2} (worker-1) is already in use" in result.stdout, tail(result)
     assert_nothing_created(cluster_name)

@@ -2,25 +2,17 @@
 
 import glob
 import json
-import os
-import subprocess
 import tarfile
 import uuid
 
-from conftest import BIN, REPO, free_port_block, tf_processes
-
-
-def run(cmd, cwd, env):
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+from ansible_cli import REPO, run, run_playbook, tail
+from processes import free_port_block, tf_processes
 
 
 def test_built_collection_deploys_by_fqcn(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-
-    built = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path), REPO],
-                cwd=str(tmp_path), env=env)
-    assert built.returncode == 0, built.stdout + built.stderr
+    # A user's own machine: none of our ansible.cfg or ANSIBLE_* settings (config=None).
+    built = run("ansible-galaxy", "collection", "build", "--output-path", tmp_path, REPO, config=None, cwd=tmp_path)
+    assert built.returncode == 0, tail(built)
     tarball = glob.glob(str(tmp_path / "tfdist-cluster-*.tar.gz"))[0]
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
@@ -28,25 +20,25 @@ def test_built_collection_deploys_by_fqcn(tmp_path):
     assert not [n for n in names if n.startswith((".venv", ".collections", "artifacts", ".cache"))]
 
     collections = tmp_path / "collections"
-    installed = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--force", tarball, "-p", str(collections)],
-                    cwd=str(tmp_path), env=env)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    installed = run("ansible-galaxy", "collection", "install", "--force", tarball, "-p", collections, config=None,
+                    cwd=tmp_path)
+    assert installed.returncode == 0, tail(installed)
 
     # A user's own project folder: no ansible.cfg of ours, the inventory folder named with -i.
     home = tmp_path / "project"
     (home / "inventories" / "clusters").mkdir(parents=True)
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), TFDIST_HOME=str(home), ANSIBLE_HOST_KEY_CHECKING="False")
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(collections), "TFDIST_HOME": str(home), "ANSIBLE_HOST_KEY_CHECKING": "False"}
     name = f"f{uuid.uuid4().hex[:8]}"
-    common = ["-i", str(home / "inventories" / "clusters"), "-e", f"cluster_name={name}"]
-    deploy = run([os.path.join(BIN, "ansible-playbook"), "tfdist.cluster.deploy", *common,
-                  "-e", "tf_train_steps=100", "-e", f"tf_port_base={free_port_block(4)}"], cwd=str(home), env=env)
+    user_run = dict(args=["-i", home / "inventories" / "clusters"], env=env, config=None, cwd=home)
+    deploy = run_playbook("tfdist.cluster.deploy", f"cluster_name={name}", "tf_train_steps=100",
+                          f"tf_port_base={free_port_block(4)}", **user_run)
     try:
-        assert deploy.returncode == 0, deploy.stdout[-5000:]
+        assert deploy.returncode == 0, tail(deploy)
         with open(home / "artifacts" / name / "summary.json") as handle:
             assert json.load(handle)["steps"] == 100
         assert (home / "artifacts" / name / "model" / "model.keras").stat().st_size > 0
     finally:
-        destroy = run([os.path.join(BIN, "ansible-playbook"), "tfdist.cluster.destroy", *common], cwd=str(home), env=env)
-    assert destroy.returncode == 0, destroy.stdout[-3000:]
+        destroy = run_playbook("tfdist.cluster.destroy", f"cluster_name={name}", **user_run)
+    assert destroy.returncode == 0, tail(destroy)
     assert not (home / "inventories" / "clusters" / f"{name}.local.yml").exists()
     assert tf_processes(str(home / ".cache" / "run" / name)) == []

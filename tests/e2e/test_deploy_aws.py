@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from conftest import BIN, REPO, run_playbook
-from emulators.ec2 import ec2_emulator
+from ansible_cli import REPO, run, run_inventory, run_playbook, tail
+from emulators.ec2 import Ec2Emulator
 
 pytestmark = pytest.mark.usefixtures("ec2_emulator")
 
@@ -78,7 +78,7 @@ def local_files_of(cluster):
 
 def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_destroy_removes(aws, cloud, aws_cluster):
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=3")
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, tail(result)
 
     # Instances: one per TF task, tagged, behind the cluster's group, with the cluster's key.
     instances = cloud.instances(aws_cluster)
@@ -117,11 +117,9 @@ def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_
     # The inventory plugin finds the cluster grouped by role, from the repo's inventory (no -i).
     out = run_playbook("playbooks/check.yml", "cloud=aws", f"cluster_name={aws_cluster}", "tf_workers=3",
                        "tf_ssh_from=127.0.0.1/32", f"aws_image={aws.image_id}", env=aws.env)
-    assert out.returncode == 0, out.stdout[-3000:]
+    assert out.returncode == 0, tail(out)
     assert "nothing to create: the cluster is up" in out.stdout
-    inventory = json.loads(subprocess.run(
-        [os.path.join(BIN, "ansible-inventory"), "--list"], cwd=REPO, capture_output=True, text=True, check=True,
-        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), **aws.env)).stdout)
+    inventory = json.loads(run_inventory("--list", env=aws.env, check=True).stdout)
     group_name = "tfdist_" + aws_cluster
     assert sorted(inventory[group_name + "_worker"]["hosts"]) == [f"{aws_cluster}-worker-{n}" for n in range(3)]
     assert inventory[group_name + "_chief"]["hosts"] == [f"{aws_cluster}-chief-0"]
@@ -129,19 +127,19 @@ def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_
 
     # A second provision changes nothing and makes no duplicates.
     again = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=3")
-    assert again.returncode == 0, again.stdout[-3000:]
+    assert again.returncode == 0, tail(again)
     assert "changed=0" in again.stdout.split("PLAY RECAP")[-1]
     assert len(cloud.instances(aws_cluster)) == 5
 
     destroyed = run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={aws_cluster}", env=aws.env)
-    assert destroyed.returncode == 0, destroyed.stdout[-3000:]
+    assert destroyed.returncode == 0, tail(destroyed)
     assert cloud.nothing_of(aws_cluster)
     assert local_files_of(aws_cluster) == []
 
 
 def test_tensorboard_opens_its_port_to_the_controller_only(aws, cloud, aws_cluster):
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_tensorboard=true", "tf_tensorboard_port=6010")
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, tail(result)
     [group] = cloud.groups(aws_cluster)
     by_port = {r["FromPort"]: r for r in group["IpPermissions"]}
     for port in (22, 6010):  # from the controller's address, not from the cluster or anywhere else
@@ -168,7 +166,7 @@ def test_an_interrupted_batch_converges_without_duplicates(aws, cloud, aws_clust
     os.makedirs(KEY_DIR, mode=0o700, exist_ok=True)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(KEY_DIR, aws_cluster)], check=True)
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=2")
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, tail(result)
     names = sorted(tag(i, "Name") for i in cloud.instances(aws_cluster))
     assert names == [f"{aws_cluster}-chief-0", f"{aws_cluster}-ps-0", f"{aws_cluster}-worker-0", f"{aws_cluster}-worker-1"]
 
@@ -188,17 +186,17 @@ def test_bad_cloud_input_names_the_field_and_creates_nothing(aws, cloud, aws_clu
     for playbook in ("playbooks/check.yml", "playbooks/deploy.yml"):
         result = aws_run(aws, playbook, aws_cluster, *extra, env=env)
         assert result.returncode != 0
-        assert message in result.stdout, result.stdout[-3000:]
+        assert message in result.stdout, tail(result)
     assert cloud.nothing_of(aws_cluster)
     assert local_files_of(aws_cluster) == []
 
 
 def test_credentials_the_cloud_refuses_name_the_credentials_and_create_nothing(aws_cluster):
-    with ec2_emulator(check_credentials=True) as strict:
+    with Ec2Emulator(check_credentials=True) as strict:
         result = run_playbook("playbooks/deploy.yml", "cloud=aws", f"cluster_name={aws_cluster}",
                               "tf_ssh_from=127.0.0.1/32", env=dict(strict.env, AWS_ACCESS_KEY_ID="AKIAWRONGWRONGWRONG"))
         assert result.returncode != 0
-        assert "credentials: the ec2 provider refused them" in result.stdout, result.stdout[-3000:]
+        assert "credentials: the ec2 provider refused them" in result.stdout, tail(result)
         assert "AWS_ACCESS_KEY_ID" in result.stdout
         assert "AKIAWRONGWRONGWRONG" not in result.stdout
         assert local_files_of(aws_cluster) == []
@@ -206,12 +204,12 @@ def test_credentials_the_cloud_refuses_name_the_credentials_and_create_nothing(a
 
 def test_a_name_taken_on_another_cloud_is_refused(aws, cloud, aws_cluster):
     taken = run_playbook("playbooks/provision.yml", "cloud=local", f"cluster_name={aws_cluster}")
-    assert taken.returncode == 0, taken.stdout[-3000:]
+    assert taken.returncode == 0, tail(taken)
     try:
         result = aws_run(aws, "playbooks/deploy.yml", aws_cluster)
         assert result.returncode != 0
         assert f"cluster_name: a cluster named '{aws_cluster}' already runs on cloud=local" in result.stdout, \
-            result.stdout[-3000:]
+            tail(result)
         assert cloud.nothing_of(aws_cluster)
     finally:
         run_playbook("playbooks/destroy.yml", "cloud=local", f"cluster_name={aws_cluster}")
@@ -222,11 +220,10 @@ def test_credentials_from_an_ansible_vault_file_reach_the_modules_and_the_invent
     password.write_text("correct horse\n")
     creds.write_text("access_key: AKIAVAULTED0000000001\nsecret_key: from-the-vault\n")
     env = dict(aws.env, AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", ANSIBLE_VAULT_PASSWORD_FILE=str(password))
-    subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt", str(creds)], env=dict(os.environ, **env), check=True,
-                   capture_output=True)
+    run("ansible-vault", "encrypt", creds, env=env, check=True)
 
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, f"cloud_credentials={creds}", env=env)
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, tail(result)
     assert len(cloud.instances(aws_cluster)) == 4
     written = open(os.path.join(INVENTORY_DIR, f"{aws_cluster}.libcloud.yml")).read()
     assert "AKIAVAULTED" not in written and "from-the-vault" not in written
@@ -234,5 +231,5 @@ def test_credentials_from_an_ansible_vault_file_reach_the_modules_and_the_invent
 
     destroyed = run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={aws_cluster}",
                              f"cloud_credentials={creds}", env=env)
-    assert destroyed.returncode == 0, destroyed.stdout[-3000:]
+    assert destroyed.returncode == 0, tail(destroyed)
     assert cloud.nothing_of(aws_cluster)

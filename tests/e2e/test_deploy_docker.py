@@ -3,31 +3,21 @@
 import json
 import os
 import stat
-import subprocess
 import time
 
 import numpy as np
-import pytest
 
-from conftest import BIN, REPO, run_inventory, run_playbook
+from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
+from docker_engine import cluster_containers
 
-docker = pytest.importorskip("docker")
-
-
-@pytest.fixture(scope="module")
-def engine():
-    """A running engine and the node images (built once, then reused)."""
-    for script in ("ensure-docker.sh", "build-node-image.sh"):
-        subprocess.run(["bash", os.path.join(REPO, "scripts", script)], check=True, timeout=1200)
-    return docker.from_env()
-
-
-def cluster_containers(engine, name):
-    return engine.containers.list(all=True, filters={"label": f"tfdist_cluster={name}"})
+# Fixtures (tests/e2e/conftest.py): engine, the Docker Engine with the node images; docker_cluster, a
+# cluster name destroyed (and checked gone) afterwards.
 
 
 def chief_step(engine, name):
     """The chief's current step, read inside its container."""
+    import docker.errors  # the engine fixture made sure the SDK is there
+
     try:
         out = engine.containers.get(f"{name}-chief-0").exec_run(f"cat /var/lib/tfdist/{name}/status.json").output
         return json.loads(out).get("step") or 0
@@ -36,11 +26,7 @@ def chief_step(engine, name):
 
 
 def start_deploy(name, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"])
-    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-e", "cloud=docker", "-e", f"cluster_name={name}"]
-    for var in extra:
-        cmd += ["-e", var]
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return start_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", *extra)
 
 
 def wait_for_step(engine, name, deploy, step, timeout=300):
@@ -51,20 +37,12 @@ def wait_for_step(engine, name, deploy, step, timeout=300):
         time.sleep(1)
 
 
-@pytest.fixture
-def docker_cluster(engine, cluster_name):
-    """A cluster name on the docker cloud; destroyed (and checked gone) afterwards."""
-    yield cluster_name
-    run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={cluster_name}")
-    assert cluster_containers(engine, cluster_name) == []
-
-
 def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docker_cluster):
     import keras
 
     name = docker_cluster
     result = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=300")
-    assert result.returncode == 0, result.stdout[-5000:]
+    assert result.returncode == 0, tail(result)
 
     # One node per TF task, on the cluster's own network only, nothing published on the host.
     containers = cluster_containers(engine, name)
@@ -76,7 +54,7 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
     key = os.path.join(REPO, ".cache", "keys", name)
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
 
-    graph = run_inventory("--graph")
+    graph = run_inventory("--graph", check=True).stdout
     for role in ("chief", "worker", "ps"):
         assert f"@tfdist_{name}_{role}:" in graph
 
@@ -89,7 +67,7 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
     assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8
 
     gone = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}")
-    assert gone.returncode == 0, gone.stdout[-3000:]
+    assert gone.returncode == 0, tail(gone)
     assert cluster_containers(engine, name) == []
     assert engine.networks.list(names=[f"tfdist-{name}"]) == []
     assert not os.path.exists(key) and not os.path.exists(key + ".pub")
@@ -102,7 +80,7 @@ def test_lost_worker_container_is_tolerated_and_reported(engine, docker_cluster)
     try:
         wait_for_step(engine, name, deploy, 100)
         engine.containers.get(f"{name}-worker-1").kill()
-        out, _ = deploy.communicate(timeout=600)
+        out = deploy.communicate(timeout=600)[0]
     finally:
         if deploy.poll() is None:
             deploy.kill()
@@ -123,7 +101,7 @@ def test_lost_ps_fails_the_play_and_a_rerun_resumes(engine, docker_cluster):
         wait_for_step(engine, name, deploy, 400)
         engine.containers.get(f"{name}-ps-0").kill()
         killed = time.time()
-        out, _ = deploy.communicate(timeout=300)
+        out = deploy.communicate(timeout=300)[0]
         reaction = time.time() - killed
     finally:
         if deploy.poll() is None:
@@ -134,7 +112,7 @@ def test_lost_ps_fails_the_play_and_a_rerun_resumes(engine, docker_cluster):
 
     # The re-run starts the stopped ps node again and resumes from the last checkpoint.
     again = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=4000")
-    assert again.returncode == 0, again.stdout[-5000:]
+    assert again.returncode == 0, tail(again)
     with open(os.path.join(REPO, "artifacts", name, "summary.json")) as handle:
         summary = json.load(handle)
     assert summary["initial_step"] >= 300, summary

@@ -14,8 +14,8 @@ import fsspec
 import numpy as np
 import pytest
 
-from conftest import REPO, run_playbook
-from test_deploy_docker import cluster_containers, docker_cluster, engine  # noqa: F401 - fixtures
+from ansible_cli import REPO, run_playbook, tail
+from docker_engine import cluster_containers
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 HADOOP_ARCHIVE = os.path.join(REPO, ".cache", "hadoop", "hadoop-2.7.3-tfdist.tar.gz")
@@ -42,8 +42,7 @@ def accuracy_of(model_path):
         return float((model.predict(data["x"], verbose=0).argmax(axis=1) == data["y"]).mean())
 
 
-def test_hdfs_on_the_cluster_feeds_training_and_keeps_the_model(engine, docker_cluster, hadoop_archive,  # noqa: F811
-                                                                 ec2_emulator, tmp_path):
+def test_hdfs_on_the_cluster_feeds_training_and_keeps_the_model(engine, docker_cluster, hadoop_archive, ec2_emulator, tmp_path):
     name = docker_cluster
     s3 = ec2_emulator.boto3_client("s3")
     s3.create_bucket(Bucket="models")
@@ -55,7 +54,7 @@ def test_hdfs_on_the_cluster_feeds_training_and_keeps_the_model(engine, docker_c
                 f"tf_checkpoint_url=hdfs:///checkpoints/{name}", f"tf_model_url=hdfs:///models/{name},s3://models/{name}",
                 "tf_tensorboard=true"]
     result = run_playbook("playbooks/deploy.yml", *settings, env=env)
-    assert result.returncode == 0, result.stdout[-5000:]
+    assert result.returncode == 0, tail(result)
     with open(os.path.join(REPO, "artifacts", name, "summary.json")) as handle:
         assert json.load(handle)["steps"] == 400
 
@@ -88,8 +87,10 @@ def test_hdfs_on_the_cluster_feeds_training_and_keeps_the_model(engine, docker_c
 
     # A second run changes nothing on the nodes: HDFS, the staged data and the finished job stay as they are.
     again = run_playbook("playbooks/deploy.yml", *settings, env=env)
-    assert again.returncode == 0, again.stdout[-5000:]
-    for container in cluster_containers(engine, name):
+    assert again.returncode == 0, tail(again)
+    containers = cluster_containers(engine, name)
+    assert len(containers) == 4
+    for container in containers:
         assert f"{container.name} " in again.stdout
     recap = again.stdout[again.stdout.index("PLAY RECAP"):]
     node_lines = [line for line in recap.splitlines() if line.startswith(f"{name}-")]
@@ -99,6 +100,6 @@ def test_hdfs_on_the_cluster_feeds_training_and_keeps_the_model(engine, docker_c
     missing = run_playbook("playbooks/deploy.yml", *settings[:5], "tf_data=hdfs:///datasets/missing.npz",
                            "tf_train_steps=500", env=env)
     assert missing.returncode != 0
-    assert f"tf_data: hdfs://{chief_ip}:8020/datasets/missing.npz does not exist" in missing.stdout, missing.stdout[-3000:]
+    assert f"tf_data: hdfs://{chief_ip}:8020/datasets/missing.npz does not exist" in missing.stdout, tail(missing)
     with open(os.path.join(REPO, "artifacts", name, "summary.json")) as handle:
         assert json.load(handle)["steps"] == 400  # no new training ran

@@ -6,7 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from conftest import REPO, free_port_block, run_inventory, run_playbook, tf_processes
+from ansible_cli import REPO, run_inventory, run_playbook, tail
+from processes import free_port_block, tf_processes
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
@@ -23,7 +24,7 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     base = free_port_block(4)
     common = [f"cluster_name={cluster_name}", f"tf_port_base={base}", "tf_workers=2", "tf_ps=1"]
     first = run_playbook("playbooks/deploy.yml", *common, "tf_train_steps=200")
-    assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-2000:]
+    assert first.returncode == 0, tail(first)
 
     # The user saw progress while it trained.
     assert "step " in first.stdout and "examples/s" in first.stdout and "ETA" in first.stdout
@@ -52,7 +53,7 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     assert tf_processes(job_dir) == []
 
     # The cluster shows in the inventory, grouped by TF role.
-    graph = run_inventory("--graph")
+    graph = run_inventory("--graph", check=True).stdout
     group = "tfdist_" + cluster_name
     for role in ("chief", "worker", "ps"):
         assert f"@{group}_{role}:" in graph, graph
@@ -60,7 +61,7 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
 
     # A second deploy with a higher target resumes from the checkpoint.
     second = run_playbook("playbooks/deploy.yml", *common, "tf_train_steps=300")
-    assert second.returncode == 0, second.stdout[-5000:] + second.stderr[-2000:]
+    assert second.returncode == 0, tail(second)
     with open(os.path.join(artifacts, "summary.json")) as handle:
         resumed = json.load(handle)
     assert resumed["initial_step"] == 200
@@ -69,7 +70,7 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
 
     # Destroy leaves nothing of the cluster behind but its collected artifacts.
     gone = run_playbook("playbooks/destroy.yml", f"cluster_name={cluster_name}")
-    assert gone.returncode == 0, gone.stdout[-3000:]
+    assert gone.returncode == 0, tail(gone)
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
     assert not os.path.exists(job_dir)
     assert os.path.exists(os.path.join(artifacts, "model", "model.keras"))
@@ -80,7 +81,7 @@ def test_own_script_with_classic_flags(cluster_name, keras):
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                           "tf_workers=1", "tf_ps=1", "tf_script=examples/own_script_flags.py",
                           "tf_script_interface=flags")
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert result.returncode == 0, tail(result)
 
     artifacts = os.path.join(REPO, "artifacts", cluster_name)
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from conftest import REPO, run_playbook
+from ansible_cli import REPO, run_playbook, tail
 from test_deploy_aws import Cloud, local_files_of, tag
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._radl import load_cluster
@@ -42,7 +42,7 @@ def test_radl_drives_the_shape_sizes_images_and_ports_and_is_written_back(ec2_em
     # No -e cloud: the image URLs say aws.
     result = run_playbook("playbooks/provision.yml", f"radl={radl}", f"cluster_name={aws_cluster}",
                           "tf_ssh_from=127.0.0.1/32", "provision_wait=false", env=ec2_emulator.env)
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, tail(result)
 
     cloud = Cloud(ec2_emulator)
     instances = cloud.instances(aws_cluster)
@@ -82,7 +82,7 @@ def test_bad_radl_says_where_and_creates_nothing(tmp_path, text, extra, message)
     result = run_playbook("playbooks/deploy.yml", f"radl={radl}", f"cluster_name={name}", *extra)
     assert result.returncode != 0
     out = " ".join(result.stdout.split())
-    assert message in out, result.stdout[-3000:]
+    assert message in out, tail(result)
     if "contradicts" not in message:
         assert radl in out  # the message says which file
     assert local_files_of(name) == []
@@ -93,4 +93,4 @@ def test_bad_radl_says_where_and_creates_nothing(tmp_path, text, extra, message)
 def test_missing_radl_file_is_named():
     result = run_playbook("playbooks/check.yml", "radl=radl/no-such.radl")
     assert result.returncode != 0
-    assert "no-such.radl: no such file" in result.stdout, result.stdout[-3000:]
+    assert "no-such.radl: no such file" in result.stdout, tail(result)

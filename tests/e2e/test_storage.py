@@ -8,8 +8,8 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import REPO, run_playbook
-from emulators.ec2 import ec2_emulator
+from ansible_cli import REPO, run_playbook, tail
+from emulators.ec2 import Ec2Emulator
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
@@ -26,7 +26,7 @@ def test_dataset_staged_into_s3_trains_and_the_model_lands_in_s3(ec2_emulator, b
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", "tf_train_steps=300",
                           f"tf_stage_data={DIGITS}", f"tf_data=s3://{bucket}/datasets/digits.npz",
                           f"tf_model_url=s3://{bucket}/models/{cluster_name}", env=env)
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, tail(result)
 
     s3 = ec2_emulator.boto3_client("s3")
     staged = s3.get_object(Bucket=bucket, Key="datasets/digits.npz")["Body"].read()
@@ -70,15 +70,15 @@ def test_bad_storage_settings_are_named_before_anything_is_made(ec2_emulator, bu
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", *extra,
                           env=dict(ec2_emulator.env, AWS_ENDPOINT_URL_S3=ec2_emulator.endpoint))
     assert result.returncode != 0
-    assert message in " ".join(result.stdout.split()), result.stdout[-3000:]
+    assert message in " ".join(result.stdout.split()), tail(result)
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
     assert not os.path.exists(os.path.join(REPO, "artifacts", cluster_name))
 
 
 def test_storage_credentials_the_store_refuses_are_named(cluster_name):
-    with ec2_emulator(check_credentials=True) as strict:
+    with Ec2Emulator(check_credentials=True) as strict:
         result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}",
                               "tf_model_url=s3://models/x", env=dict(strict.env, AWS_ACCESS_KEY_ID="AKIAWRONGSTORE0000"))
     assert result.returncode != 0
     assert "tf_model_url: s3://models/x: the storage refused the credentials" in " ".join(result.stdout.split()), \
-        result.stdout[-3000:]
+        tail(result)

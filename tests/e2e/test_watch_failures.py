@@ -3,18 +3,16 @@
 import json
 import os
 import signal
-import subprocess
 import time
 
-from conftest import BIN, REPO, free_port_block, tf_processes
+from ansible_cli import REPO, start_playbook
+from processes import free_port_block, tf_processes
 
 
 def test_dead_worker_fails_the_play_fast(cluster_name):
     base = free_port_block(4)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"])
-    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-e", f"cluster_name={cluster_name}",
-           "-e", f"tf_port_base={base}", "-e", "tf_train_steps=1000000"]
-    deploy = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deploy = start_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                            "tf_train_steps=1000000")
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
     status_path = os.path.join(job_dir, "status.json")
     try:
@@ -35,7 +33,7 @@ def test_dead_worker_fails_the_play_fast(cluster_name):
         with open(os.path.join(job_dir, "tasks", "worker-1", "task.pid")) as handle:
             os.kill(int(handle.read().split()[0]), signal.SIGKILL)
         killed_at = time.time()
-        out, _ = deploy.communicate(timeout=120)
+        out = deploy.communicate(timeout=120)[0]
         reaction = time.time() - killed_at
     finally:
         if deploy.poll() is None:

@@ -18,7 +18,7 @@ Plain Python (no pytest), so the bench imports it too::
 
     with ec2_emulator() as ec2:
         driver = get_driver('ec2', credentials=..., driver_options=ec2.driver_options)
-        subprocess.run([...ansible...], env=dict(os.environ, **ec2.env))
+        ansible_cli.run_playbook(..., env=ec2.env)
         ec2.calls()['DescribeInstances']
 
 Instance types moto knows include t2.micro, t3.large and g4dn.xlarge; ``image_id`` is one of moto's
@@ -43,6 +43,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml  # ansible-core depends on PyYAML
+
+import ansible_cli  # tests/ is on sys.path (tests/conftest.py; the bench adds it too)
 
 REGION = "us-east-1"
 MOTO_NAMESPACE = b'xmlns="http://ec2.amazonaws.com/doc/2016-11-15"'
@@ -320,19 +322,15 @@ def ec2_emulator(region=REGION, check_credentials=False):
         emulator.stop()
 
 
-# Driving the collection against the emulator the way a user does: the ansible CLIs in subprocesses.
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+# Driving the collection against the emulator the way a user does: the ansible CLIs through tests/ansible_cli.py.
+def cli_settings(emulator, **extra):
+    """What the ansible CLIs get on top of ansible_cli's environment: the emulator's AWS variables, JSON results."""
+    return dict(emulator.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json", **extra)
 
 
 def ansible_env(emulator, **extra):
-    """Environment for the ansible CLIs: the repo's ansible.cfg, the venv first on PATH, the emulator's AWS vars."""
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    env.update(emulator.env)
-    env.update(extra)
-    return env
+    """The whole environment of an ansible CLI run against the emulator (for callers of subprocess)."""
+    return ansible_cli.environment(cli_settings(emulator, **extra))
 
 
 def run_libcloud_node(emulator, args, check=False, timeout=600):
@@ -341,17 +339,15 @@ def run_libcloud_node(emulator, args, check=False, timeout=600):
     Returns (CompletedProcess, the module's result dict or None when no result could be read).
     """
     args = dict({"provider": "ec2", "region": emulator.region, "driver_options": emulator.driver_options}, **args)
-    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=%s" % sys.executable,
-           "-m", "tfdist.cluster.libcloud_node", "-a", json.dumps(args)]
+    cli_args = ["localhost", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
+                "-m", "tfdist.cluster.libcloud_node", "-a", json.dumps(args)]
     if check:
-        cmd.append("--check")
+        cli_args.append("--check")
     # Only `localhost,` as inventory (the repo's default inventory may list clusters of other clouds).
-    env = ansible_env(emulator, ANSIBLE_INVENTORY_ENABLED="host_list")
-    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    dummy, sep, body = run.stdout.partition(" => ")
+    run = ansible_cli.run("ansible", *cli_args, env=cli_settings(emulator, ANSIBLE_INVENTORY_ENABLED="host_list"),
+                          timeout=timeout)
     try:
-        result = json.loads(body) if sep else None
+        result = json.loads(run.stdout.split(" => ", 1)[1]) if " => " in run.stdout else None  # "localhost | CHANGED => {...}"
     except ValueError:
         result = None
     return run, result
@@ -359,8 +355,7 @@ def run_libcloud_node(emulator, args, check=False, timeout=600):
 
 def run_inventory(emulator, config, timeout=600):
     """`ansible-inventory -i CONFIG --list`; returns (CompletedProcess, the parsed inventory or None)."""
-    run = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", str(config), "--list"], cwd=REPO,
-                         env=ansible_env(emulator), capture_output=True, text=True, timeout=timeout)
+    run = ansible_cli.run_inventory("-i", config, "--list", env=cli_settings(emulator), timeout=timeout)
     try:
         return run, json.loads(run.stdout) if run.returncode == 0 else None
     except ValueError:

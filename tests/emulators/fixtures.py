@@ -1,4 +1,4 @@
-"""pytest fixtures of the emulated clouds; tests/conftest.py imports them so every test directory sees them."""
+"""pytest fixtures of the emulated clouds: a plugin listed in tests/conftest.py's pytest_plugins, so every test folder has them."""
 
 import pytest
 

@@ -1,14 +1,14 @@
 """The `docker` cloud against the real Docker Engine: nodes are containers reached over SSH like VMs.
 
-The session starts the engine with scripts/ensure-docker.sh and builds the base node image with
-scripts/build-node-image.sh --base-only (about a minute the first time, cached after). Every test works on
-clusters with unique names and removes their containers and networks even when it fails.
+The engine comes from the docker_engine fixture (tests/docker_engine.py: scripts/ensure-docker.sh; skipped
+without an engine, a failure when CI is set), the base node image from scripts/build-node-image.sh --base-only
+(about a minute the first time, cached after). Every test works on clusters with unique names and removes their
+containers and networks even when it fails.
 """
 
 import contextlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,38 +17,22 @@ import uuid
 import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
 
-docker = pytest.importorskip("docker", reason="the docker SDK is not installed (pip install -r requirements.txt)")
+from ansible_cli import run, run_inventory, tail
+from docker_engine import unavailable
 
-from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
-IMAGE = os.environ.get("TFDIST_BASE_IMAGE", "tfdist/node:bookworm")
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
-
-
-def script(name, *args, timeout=900):
-    return subprocess.run(["bash", os.path.join(REPO, "scripts", name), *args], capture_output=True, text=True,
-                          timeout=timeout)
+NODES = 3  # what cluster_roles() asks for
 
 
 @pytest.fixture(scope="session")
-def engine():
-    """A docker SDK client of a running engine that has the base node image; skips if no engine can run."""
+def engine(docker_engine, docker_base_image):
+    """A docker SDK client of a running engine that has the base node image; the nodes are reached with ssh."""
     for tool in ("ssh", "ssh-keygen"):
         if not shutil.which(tool):
-            pytest.skip("%s is not installed" % tool)
-    started = script("ensure-docker.sh", timeout=300)
-    if started.returncode != 0 or subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
-        said = [line for line in (started.stdout + started.stderr).splitlines() if line.startswith("ensure-docker:")]
-        pytest.skip("the Docker engine does not answer even after scripts/ensure-docker.sh (%s)"
-                    % ("; ".join(said) or "docker info fails"))
-    built = script("build-node-image.sh", "--base-only")
-    assert built.returncode == 0, "scripts/build-node-image.sh --base-only failed:\n" + built.stdout + built.stderr
-    client = docker.from_env()
-    yield client
-    client.close()
+            unavailable(f"{tool} is not installed")
+    return docker_engine
 
 
 def remove_cluster(client, cluster):
@@ -83,10 +67,10 @@ def run_module(**args):
     return json.loads(out.getvalue())
 
 
-def cluster_roles(key):
+def cluster_roles(key, image):
     create_args = {"ex_authorized_key": key.with_suffix(".pub").read_text()}
-    return [dict(role="chief", count=1, size="small", image=IMAGE, create_args=create_args),
-            dict(role="worker", count=2, size="host", image=IMAGE, create_args=create_args)]
+    return [dict(role="chief", count=1, size="small", image=image, create_args=create_args),
+            dict(role="worker", count=NODES - 1, size="host", image=image, create_args=create_args)]
 
 
 def new_cluster(request, engine):
@@ -96,11 +80,12 @@ def new_cluster(request, engine):
 
 
 @pytest.fixture(scope="module")
-def deployed(request, engine, ssh_key):
+def deployed(request, engine, ssh_key, docker_base_image):
     """A 1 chief + 2 worker cluster made by the libcloud_node module: (cluster, module result)."""
     cluster = new_cluster(request, engine)
-    result = run_module(cluster=cluster, wait_for_port=22, roles=cluster_roles(ssh_key))
+    result = run_module(cluster=cluster, wait_for_port=22, roles=cluster_roles(ssh_key, docker_base_image))
     assert not result.get("failed"), result
+    assert len(result["nodes"]) == NODES, result  # the tests below check each node
     return cluster, result
 
 
@@ -138,18 +123,18 @@ def test_each_node_answers_ssh_with_the_generated_key(deployed, ssh_key):
             ["ssh", "-i", str(ssh_key), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
              "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "root@" + node["address"],
              "hostname && cat /etc/ssh/ssh_host_ed25519_key.pub"],
-            capture_output=True, text=True, timeout=60)
+            capture_output=True, text=True, timeout=60, check=False)
         assert ssh.returncode == 0, ssh.stderr
         hostname, host_key = ssh.stdout.splitlines()
         assert hostname == node["name"]
         host_keys.add(host_key)
-    assert len(host_keys) == 3  # every container made its own host keys
+    assert len(host_keys) == NODES  # every container made its own host keys
 
 
-def test_second_run_changes_nothing(deployed, ssh_key):
+def test_second_run_changes_nothing(deployed, ssh_key, docker_base_image):
     cluster, first = deployed
 
-    result = run_module(cluster=cluster, roles=cluster_roles(ssh_key))
+    result = run_module(cluster=cluster, roles=cluster_roles(ssh_key, docker_base_image))
 
     assert result["changed"] is False
     assert [n["id"] for n in result["nodes"]] == [n["id"] for n in first["nodes"]]
@@ -160,10 +145,8 @@ def test_inventory_groups_the_nodes_by_role_at_their_container_ip(deployed, tmp_
     source = tmp_path / "x.libcloud.yml"
     source.write_text(yaml.safe_dump(dict(plugin="tfdist.cluster.libcloud", provider="docker", clusters=[cluster])))
 
-    out = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", str(source), "--list"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
-    assert out.returncode == 0, out.stderr
+    out = run_inventory("-i", source, "--list", timeout=120)
+    assert out.returncode == 0, tail(out)
     inventory = json.loads(out.stdout)
 
     assert inventory["chief"]["hosts"] == ["%s-chief-0" % cluster]
@@ -177,20 +160,18 @@ def test_inventory_groups_the_nodes_by_role_at_their_container_ip(deployed, tmp_
         assert hostvars["libcloud_provider"] == "docker"
 
 
-def test_absent_removes_every_container_and_the_network(request, engine, ssh_key):
+def test_absent_removes_every_container_and_the_network(request, engine, ssh_key, docker_base_image):
     cluster = new_cluster(request, engine)
-    created = run_module(cluster=cluster, roles=cluster_roles(ssh_key))
-    assert len(created["created"]) == 3 and engine.networks.list(names=["tfdist-" + cluster])
+    created = run_module(cluster=cluster, roles=cluster_roles(ssh_key, docker_base_image))
+    assert len(created["created"]) == NODES and engine.networks.list(names=["tfdist-" + cluster])
     engine.containers.get("%s-worker-1" % cluster).stop(timeout=1)  # stopped nodes go too
 
     # Through the ansible CLI this time: AnsiballZ must ship the driver, which _libcloud loads by name.
     args = json.dumps(dict(provider="docker", cluster=cluster, state="absent"))
-    adhoc = subprocess.run(
-        [os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", "tfdist.cluster.libcloud_node", "-a", args,
-         "-e", "ansible_python_interpreter=" + sys.executable],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    assert adhoc.returncode == 0, adhoc.stdout + adhoc.stderr
+    adhoc = run("ansible", "localhost", "-c", "local", "-m", "tfdist.cluster.libcloud_node", "-a", args,
+                extra_vars=["ansible_python_interpreter=" + sys.executable], timeout=300,
+                env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+    assert adhoc.returncode == 0, tail(adhoc)
     result = json.loads(adhoc.stdout.split("=>", 1)[1])  # "localhost | CHANGED => {...}"
 
     assert result["changed"] is True

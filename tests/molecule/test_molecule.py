@@ -2,8 +2,9 @@
 
 Each test runs `molecule test -s SCENARIO` in the role's folder (destroy, syntax, create,
 converge, idempotence, verify, destroy) against containers of the local Docker Engine.
-The session fixture starts the engine and builds the node images once
-(scripts/ensure-docker.sh, scripts/build-node-image.sh): there is no registry to pull from.
+The session fixtures of tests/docker_engine.py start the engine and build the node images once
+(scripts/ensure-docker.sh, scripts/build-node-image.sh): there is no registry to pull from. Without an
+engine the scenarios are skipped, and fail when CI is set.
 
 Environment:
   TFDIST_MOLECULE_TIMEOUT   seconds one scenario may take (default 1200)
@@ -23,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+import ansible_cli
+
+REPO = Path(ansible_cli.REPO)
 VENV_BIN = REPO / ".venv" / "bin"
 TIMEOUT = int(os.environ.get("TFDIST_MOLECULE_TIMEOUT", "1200"))
 TAIL_LINES = 150
@@ -101,15 +104,12 @@ def _host_pip_cache() -> str:
 
 
 def _molecule_env() -> dict[str, str]:
-    env = dict(os.environ)
-    bin_dirs = [str(VENV_BIN), str(Path(sys.executable).parent)]
-    env["PATH"] = os.pathsep.join([*dict.fromkeys(bin_dirs), env.get("PATH", "")])
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".collections")
-    # Molecule writes its own ansible.cfg; the project's (exported by the Makefile) must not win.
-    env.pop("ANSIBLE_CONFIG", None)
-    env["TFDIST_PIP_CACHE"] = _host_pip_cache()
-    # Plain text in logs and failure messages.
-    env.update(NO_COLOR="1", PY_COLORS="0", ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    # Molecule writes its own ansible.cfg: neither the project's nor the ANSIBLE_CONFIG the Makefile exports
+    # may win (config=None). Plain text in logs and failure messages.
+    env = ansible_cli.environment({"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+                                   "TFDIST_PIP_CACHE": _host_pip_cache(), "NO_COLOR": "1", "PY_COLORS": "0"},
+                                  config=None)
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env["PATH"]])  # molecule of the project's venv
     return env
 
 
@@ -124,21 +124,9 @@ def _say(config, message: str) -> None:
         reporter.write_line(message)
 
 
-@pytest.fixture(scope="session")
-def docker_images(pytestconfig):
-    """A running Docker Engine and the node images tfdist/node:bookworm and tfdist/node-tf:2.21.0."""
-    for script in ("ensure-docker.sh", "build-node-image.sh"):
-        started = time.monotonic()
-        proc = subprocess.run(["bash", str(REPO / "scripts" / script)], cwd=REPO, capture_output=True,
-                              text=True, timeout=1800, check=False)
-        if proc.returncode != 0:
-            pytest.fail(f"scripts/{script} failed (exit {proc.returncode}):\n"
-                        f"{_tail(proc.stdout + proc.stderr, 40)}", pytrace=False)
-        _say(pytestconfig, f"scripts/{script}: {time.monotonic() - started:.0f}s")
-
-
 @pytest.mark.parametrize(("role", "scenario"), SCENARIOS, ids=[f"{r}-{s}" for r, s in SCENARIOS])
-def test_molecule_scenario(docker_images, role, scenario, tmp_path, pytestconfig):
+@pytest.mark.usefixtures("docker_engine", "docker_node_images")  # tests/docker_engine.py: skip or, under CI, fail
+def test_molecule_scenario(role, scenario, tmp_path, pytestconfig):
     role_dir = REPO / "roles" / role
     env = _molecule_env()
     log_path = tmp_path / f"molecule-{role}-{scenario}.log"

@@ -1,0 +1,93 @@
+"""The Docker Engine for the tests that need one, and the one rule for when it cannot run.
+
+A pytest plugin (tests/conftest.py lists it in pytest_plugins), so every test folder has its fixtures:
+
+- docker_engine       (session) a docker SDK client of a running engine, started with scripts/ensure-docker.sh
+- docker_base_image   (session) the base node image (scripts/build-node-image.sh --base-only), its name
+- docker_node_images  (session) the base and the TensorFlow node images (scripts/build-node-image.sh)
+
+When the engine cannot run here (no docker SDK, the engine does not start, a tool missing), a test that
+needs it is skipped on a developer's machine and FAILS when the environment variable CI is set: a CI run
+must never look green because its docker tests did not run. unavailable() is that rule; call it for any
+other prerequisite of a docker-based test. An image build that fails is always a failure.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(REPO, "scripts")
+BASE_IMAGE = os.environ.get("TFDIST_BASE_IMAGE", "tfdist/node:bookworm")
+START_TIMEOUT = 300
+BUILD_TIMEOUT = 1800
+OUTPUT_LINES = 40
+
+
+def in_ci():
+    """Whether CI is set (to anything but an empty string, 0, false or no)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason):
+    """A prerequisite of a docker-based test is missing: skip it, or fail it when CI is set."""
+    if in_ci():
+        pytest.fail(f"{reason}. CI is set, so docker-based tests must run: this is a failure, not a skip.",
+                    pytrace=False)
+    pytest.skip(f"{reason} (set CI=1 to make this a failure)")
+
+
+def script(name, *args, timeout=BUILD_TIMEOUT):
+    """Run scripts/NAME ARGS; returns the CompletedProcess (the caller decides what a failure means)."""
+    return subprocess.run(["bash", os.path.join(SCRIPTS, name), *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def last_lines(proc, count=OUTPUT_LINES):
+    return "\n".join((proc.stdout + proc.stderr).splitlines()[-count:])
+
+
+def build_images(*args):
+    built = script("build-node-image.sh", *args)
+    if built.returncode != 0:
+        pytest.fail(f"scripts/build-node-image.sh {' '.join(args)} failed (exit {built.returncode}):\n"
+                    f"{last_lines(built)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A docker SDK client of a running engine (started by scripts/ensure-docker.sh when it is not)."""
+    try:
+        import docker  # only the docker-based tests need the SDK
+    except ImportError:
+        unavailable("the docker SDK is not installed (pip install -r requirements.txt)")
+    started = script("ensure-docker.sh", timeout=START_TIMEOUT)
+    if started.returncode != 0:
+        unavailable(f"the Docker engine does not answer even after scripts/ensure-docker.sh "
+                    f"(exit {started.returncode}):\n{last_lines(started)}")
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as error:
+        unavailable(f"the docker SDK cannot reach the engine that scripts/ensure-docker.sh started: {error}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def docker_base_image(docker_engine):
+    """The base node image (Debian with python3 and sshd): what the docker driver's tests start."""
+    build_images("--base-only")
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def docker_node_images(docker_engine):
+    """The base and the TensorFlow node images: what the docker cloud and the Molecule scenarios run."""
+    build_images()
+
+
+def cluster_containers(client, cluster):
+    """The containers (any state) labelled as nodes of `cluster`."""
+    return client.containers.list(all=True, filters={"label": f"tfdist_cluster={cluster}"})

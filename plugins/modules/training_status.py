@@ -9,11 +9,11 @@ DOCUMENTATION = r"""
 module: training_status
 short_description: Read the state of a training job's tasks, progress and result
 description:
-  - Reads, and never changes, what the tasks supervised by C(tfdist-supervise) left in their task
-    directories, the chief's C(status.json) and C(result.json), and checks ports of tasks on other hosts.
+  - Reads, and never changes, what the tasks supervised by the tfdist supervisor (see M(tfdist.cluster.training_task))
+    left in their task directories, the chief's C(status.json) and C(result.json), and checks ports of tasks on other hosts.
   - Meant to be called in a loop while a job trains (the C(tfdist.cluster.training_watch) action does).
 version_added: 0.1.0
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 options:
   tasks:
     description: Tasks on this host, each with its C(name) and task directory C(dir).
@@ -138,77 +138,27 @@ failed_tasks:
 """
 
 import os
-import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils._job_files import log_tail, read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 
-
-
-
-def proc_starttime(pid):
-    """Kernel start time of pid, None if it does not run (or is a zombie)."""
-    try:
-        with open("/proc/%d/stat" % int(pid)) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, ValueError):
-        if os.path.isdir("/proc/self"):
-            return None
-        try:  # no procfs: existence only
-            os.kill(int(pid), 0)
-            return 0
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return 0
-    return None if fields[0] == "Z" else int(fields[19])
-
-
-def alive(pid, starttime):
-    """Same rule as tfdist-supervise: the pid runs and was not reused by another process."""
-    if not pid:
-        return False
-    current = proc_starttime(pid)
-    return current is not None and (starttime is None or current == 0 or current == starttime)
-
-
+# What this module reports of each task (the supervisor's status has more).
+TASK_KEYS = ("running", "pid", "returncode", "reason", "started_at", "finished_at")
 
 
 def task_state(name, task_dir, tail_lines):
-    """The task's state from the files tfdist-supervise writes (see its docstring)."""
-    meta = read_json(os.path.join(task_dir, "task.json")) or {}
-    exit_info = read_json(os.path.join(task_dir, "exit.json"))
-    running = alive(meta.get("pid"), meta.get("pid_starttime")) or alive(
-        meta.get("supervisor_pid"), meta.get("supervisor_starttime"))
-    state = {"name": name, "running": running, "pid": meta.get("pid"), "returncode": None, "reason": None,
-             "started_at": meta.get("started_at"), "finished_at": None}
-    if running:
-        return state
-    if exit_info is not None:
-        state.update(returncode=exit_info.get("returncode"), reason=exit_info.get("reason"),
-                     finished_at=exit_info.get("finished_at"))
-    elif meta:
-        state["reason"] = "died without exit record"
-    else:
-        state["reason"] = "not started"
-    state["log_tail"] = log_tail(task_dir, tail_lines)
+    """The task's state as the supervisor recorded it, with the end of its log once it is not running."""
+    status = _supervisor.task_status(task_dir)
+    state = dict(name=name, **{key: status[key] for key in TASK_KEYS})
+    if not state["running"]:
+        state["log_tail"] = _supervisor.log_tail(task_dir, tail_lines)
     return state
-
-
-def failed(state):
-    if state["running"] or state["reason"] in ("not started", "stopped"):
-        return False
-    return state["reason"] == "died without exit record" or state["returncode"] != 0
 
 
 def answers(address, timeout):
     host, port = address.rpartition(":")[::2]
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            return True
-    except (OSError, ValueError):
-        return False
+    return _supervisor.tcp_answers(host.strip("[]"), port, timeout)
 
 
 def main():
@@ -230,13 +180,13 @@ def main():
     status = result = age = None
     if p["work_dir"]:
         status_path = os.path.join(p["work_dir"], "status.json")
-        status = read_json(status_path)
+        status = _supervisor.read_json(status_path)
         if status is not None:
             try:
                 age = round(time.time() - os.path.getmtime(status_path), 1)
             except OSError:
                 pass
-        result = read_json(os.path.join(p["work_dir"], "result.json"))
+        result = _supervisor.read_json(os.path.join(p["work_dir"], "result.json"))
     unreachable = [a for a in p["probe"] if not answers(a, p["probe_timeout"])]
     module.exit_json(
         changed=False,
@@ -245,7 +195,7 @@ def main():
         status_age=age,
         result=result,
         unreachable=unreachable,
-        failed_tasks=[t["name"] for t in tasks if failed(t)],
+        failed_tasks=[t["name"] for t in tasks if _supervisor.failed(t)],
     )
 
 

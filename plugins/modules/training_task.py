@@ -9,8 +9,9 @@ DOCUMENTATION = r"""
 module: training_task
 short_description: Start or stop one supervised TensorFlow task
 description:
-  - Runs one TF task (chief, worker, ps or evaluator) in the background under C(tfdist-supervise),
-    which keeps its log, pids and exit record in O(dir).
+  - Runs one task (a TF task such as chief, worker, ps or evaluator, or a daemon such as an HDFS NameNode)
+    in the background under the tfdist supervisor, a detached process that this module forks on the managed
+    host and that keeps the task's log, pids and exit record in O(dir). Nothing needs to be installed for it.
   - O(state=started) makes sure a run of the task is in progress. A task that is running with the
     same configuration is left alone (C(changed=false)); one running with another configuration is
     restarted. A task whose previous run has ended, successfully or not, is launched again, so a
@@ -20,7 +21,7 @@ description:
     the contents of O(env_file), O(env_from_files) and O(watch_files), unless O(config_hash) is given.
     It is kept in O(dir)/config.sha256.
 version_added: 0.1.0
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 options:
   name:
     description: Task name, for example V(worker-1); shown in the log and the status.
@@ -83,12 +84,6 @@ options:
     description: Stop the task when the chief's port has not answered at all within this many seconds.
     type: int
     default: 1800
-  supervisor:
-    description: Path of the C(tfdist-supervise) script on the host. Default is the one on E(PATH).
-    type: path
-  python:
-    description: Python interpreter that runs the supervisor. Default is the one running this module.
-    type: path
   config_hash:
     description: Use this value as the configuration instead of the computed hash.
     type: str
@@ -132,7 +127,6 @@ EXAMPLES = r"""
       TF_CONFIG: /var/lib/tfdist/job/tasks/ps-0/tf_config.json
     watch_files: [/var/lib/tfdist/job/tasks/ps-0/train.py]
     stop_when_gone: 10.0.0.5:2222
-    supervisor: /usr/local/bin/tfdist-supervise
 
 - name: Start the chief with a secret in its environment
   tfdist.cluster.training_task:
@@ -173,7 +167,7 @@ config_hash:
   type: str
   sample: 3f0a...
 status:
-  description: The task's state after this call, as C(tfdist-supervise status) reports it.
+  description: The task's state after this call, as the supervisor records it in O(dir).
   returned: always
   type: dict
   contains:
@@ -206,13 +200,15 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils._job_files import log_tail
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 
 HASH_FILE = "config.sha256"
+# The state of a task whose folder does not exist yet.
+NEVER_STARTED = {"running": False, "pid": None, "returncode": None, "reason": _supervisor.NOT_STARTED,
+                 "started_at": None, "finished_at": None}
 
 
 def file_digest(path):
@@ -247,49 +243,23 @@ def read_text(path):
         return None
 
 
+def status_of(task_dir):
+    if not os.path.isdir(task_dir):
+        return dict(NEVER_STARTED)
+    return _supervisor.task_status(task_dir)
 
 
-class Supervisor:
-    """Calls the tfdist-supervise script and parses its JSON answers."""
-
-    def __init__(self, module):
-        self.module = module
-        self.python = module.params["python"] or sys.executable
-        self.script = module.params["supervisor"] or module.get_bin_path("tfdist-supervise", required=True)
-
-    def call(self, *args, env=None):
-        rc, out, err = self.module.run_command([self.python, self.script, *args], environ_update=env or {})
-        if rc != 0:
-            self.module.fail_json(msg="tfdist-supervise %s failed: %s" % (args[0], (err or out).strip()),
-                                  rc=rc, stdout=out, stderr=err)
-        try:
-            return json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            self.module.fail_json(msg="tfdist-supervise %s printed no JSON" % args[0], stdout=out, stderr=err)
-
-    def status(self, task_dir):
-        if not os.path.isdir(task_dir):
-            return {"running": False, "pid": None, "returncode": None, "reason": "not started",
-                    "started_at": None, "finished_at": None}
-        return self.call("status", "--dir", task_dir)
-
-    def stop(self, task_dir):
-        return self.call("stop", "--dir", task_dir, "--timeout", str(self.module.params["stop_timeout"]))
-
-    def start(self, params):
-        args = ["start", "--name", params["name"], "--dir", params["dir"]]
-        if params["env_file"]:
-            args += ["--env-file", params["env_file"]]
-        for var, path in sorted(params["env_from_files"].items()):
-            args += ["--env-from-file", "%s=%s" % (var, path)]
-        if params["chdir"]:
-            args += ["--chdir", params["chdir"]]
-        if params["stop_when_gone"]:
-            args += ["--stop-when-gone", params["stop_when_gone"], "--gone-grace", str(params["gone_grace"]),
-                     "--never-seen-timeout", str(params["never_seen_timeout"])]
-        args += ["--stop-timeout", str(params["stop_timeout"]), "--"] + params["command"]
-        env = {str(k): str(v) for k, v in params["env"].items()}
-        return self.call(*args, env=env)
+def launch(module):
+    """Start the task under a supervisor forked from this module's process (it outlives the module)."""
+    p = module.params
+    try:
+        return _supervisor.start(
+            p["dir"], p["name"], p["command"],
+            env=p["env"], env_file=p["env_file"], env_from_files=dict(sorted(p["env_from_files"].items())),
+            chdir=p["chdir"], stop_when_gone=p["stop_when_gone"], gone_grace=p["gone_grace"],
+            never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"])
+    except _supervisor.SupervisorError as e:
+        module.fail_json(msg="tfdist-supervise start failed: error: %s" % e)
 
 
 def plan_started(params, status, old_hash, new_hash):
@@ -319,8 +289,6 @@ def main():
             stop_when_gone=dict(type="str"),
             gone_grace=dict(type="int", default=20),
             never_seen_timeout=dict(type="int", default=1800),
-            supervisor=dict(type="path"),
-            python=dict(type="path"),
             config_hash=dict(type="str"),
             restart=dict(type="bool", default=False),
             rerun_finished=dict(type="bool", default=True),
@@ -340,9 +308,8 @@ def main():
         if not sep or not host or not port.isdigit():
             module.fail_json(msg="stop_when_gone must be HOST:PORT, got %r" % p["stop_when_gone"])
 
-    supervisor = Supervisor(module)
     task_dir = p["dir"]
-    status = supervisor.status(task_dir)
+    status = status_of(task_dir)
     result = dict(changed=False, started=False, stopped=False, pid=status.get("pid") if status["running"] else None,
                   status=status)
 
@@ -350,7 +317,7 @@ def main():
         if status["running"]:
             result.update(changed=True, stopped=True)
             if not module.check_mode:
-                result["status"] = supervisor.stop(task_dir)
+                result["status"] = _supervisor.stop(task_dir, p["stop_timeout"])
             result["pid"] = None
         if p["state"] == "absent" and os.path.isdir(task_dir):
             result["changed"] = True
@@ -370,22 +337,22 @@ def main():
         module.exit_json(**result)
 
     if action == "restart":
-        supervisor.stop(task_dir)
+        _supervisor.stop(task_dir, p["stop_timeout"])
     os.makedirs(task_dir, exist_ok=True)
-    launched = supervisor.start(p)
+    launched = launch(module)
     with open(os.path.join(task_dir, HASH_FILE), "w") as f:
         f.write(new_hash + "\n")
     result["pid"] = launched.get("pid")
 
     deadline = time.time() + p["wait"]
-    status = supervisor.status(task_dir)
+    status = status_of(task_dir)
     while status["running"] and time.time() < deadline:
         time.sleep(0.5)
-        status = supervisor.status(task_dir)
+        status = status_of(task_dir)
     result["status"] = status
     if not status["running"]:
         if status.get("returncode") != 0:
-            result["log_tail"] = log_tail(task_dir)
+            result["log_tail"] = _supervisor.log_tail(task_dir)
             module.fail_json(msg="task %s exited with code %s (%s) right after it started; last lines of its log:\n%s"
                              % (p["name"], status.get("returncode"), status.get("reason"), result["log_tail"]),
                              **result)

@@ -23,7 +23,7 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TEMPLATE = os.path.join(REPO, "roles", "training", "templates", "train.py.j2")
-SUPERVISOR = os.path.join(REPO, "roles", "training", "files", "tfdist-supervise")
+SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
 

@@ -1,4 +1,4 @@
-"""roles/training/files/tfdist-supervise with real processes and a fake chief port (no TensorFlow)."""
+"""The supervisor (plugins/module_utils/_supervisor.py run as a command) with real processes and a fake chief port (no TensorFlow)."""
 
 import json
 import os

@@ -14,7 +14,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import training_status
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SUPERVISOR = os.path.join(REPO, "roles", "training", "files", "tfdist-supervise")
+SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 
 
 def supervise(*args):

@@ -1,4 +1,4 @@
-"""tfdist.cluster.training_task with the real tfdist-supervise and real processes (sleep, sh)."""
+"""tfdist.cluster.training_task with the real supervisor (module_utils/_supervisor.py) and real processes (sleep, sh)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ from ansible_collections.tfdist.cluster.plugins.modules import training_task
 from processes import alive
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SUPERVISOR = os.path.join(REPO, "roles", "training", "files", "tfdist-supervise")
+SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 
 
 
@@ -31,7 +31,7 @@ def task_dir(tmp_path):
 def run(capsys, task_dir):
     """Run the module; returns its JSON result (with `failed` on failure)."""
     def run_module(check_mode=False, **options):
-        args = dict(name="worker-1", dir=task_dir, supervisor=SUPERVISOR, python=sys.executable)
+        args = dict(name="worker-1", dir=task_dir)
         args.update(options, _ansible_check_mode=check_mode)
         with patch_module_args(args), pytest.raises(SystemExit):
             training_task.main()

@@ -1,0 +1,581 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""The tfdist supervisor: run one task (a TF task, an HDFS daemon) in the background and keep a record of it.
+
+One home for the task-folder protocol. The training_task module starts and stops tasks with it, the
+training_status module reads their state with it, the node-side training program writes its JSON files
+with it, and it runs as a command too (the same CLI as the former tfdist-supervise script):
+
+  python _supervisor.py start --name NAME --dir TASK_DIR [--env-file FILE]
+                        [--env-from-file VAR=FILE ...] [--chdir DIR]
+                        [--stop-when-gone HOST:PORT] [--gone-grace SECONDS]
+                        [--never-seen-timeout SECONDS] [--stop-timeout SECONDS]
+                        -- CMD ARGS...
+  python _supervisor.py stop --dir TASK_DIR [--timeout SECONDS]
+  python _supervisor.py status --dir TASK_DIR
+
+`start` detaches a supervisor process (double fork, new session, stdin from /dev/null) that runs CMD in
+its own process group with stdout and stderr appended to TASK_DIR/task.log, and answers once CMD is
+running. Files in TASK_DIR:
+
+  task.log        output of the task (and of the supervisor, lines "[tfdist-supervise] ...")
+  task.pid        pid of the task (its process group id too)
+  supervisor.pid  pid of the supervisor process
+  task.json       name, command, pids (with their kernel start times, to tell a pid
+                  reused by another process), started_at
+  exit.json       written when the task has ended: returncode, finished_at, reason
+
+Times are seconds since the epoch (UTC).
+
+--stop-when-gone HOST:PORT is for TF servers (ps and worker tasks), which never exit on their own. The
+supervisor probes the chief's port with a TCP connect. The coordinator of ParameterServerStrategy
+(TF 2.21) runs a gRPC server on its cluster-spec port from the moment it connects to the cluster until
+its process ends, so "port answered, then stopped answering for --gone-grace seconds" means the job is
+over (or the chief died): the task is stopped and recorded with returncode 0, reason "chief finished".
+When the port never answers within --never-seen-timeout seconds the task is stopped too (returncode 0,
+reason "chief never seen").
+
+Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
+stderr); `status` and `stop` always print JSON.
+
+Standard library only and no imports of the collection: it is shipped to the nodes and runs as a script.
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+LOG_NAME = "task.log"
+TASK_FILE = "task.json"
+EXIT_FILE = "exit.json"
+PROG = "tfdist-supervise"
+# What a status says of a task that is not running (besides exited / killed by signal N).
+NOT_STARTED = "not started"
+DIED = "died without exit record"
+STOPPED = "stopped"
+
+
+class SupervisorError(Exception):
+    """A task that cannot be started; the message says why."""
+
+
+# ---------------------------------------------------------------- files
+
+
+def now():
+    return round(time.time(), 3)
+
+
+def read_json(path):
+    """The parsed file, or None when it is missing or half-written."""
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path, data, indent=None):
+    """Write then rename, so readers never see half a file."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(data, handle, indent=indent, sort_keys=True)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def write_text(path, text):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def log_tail(task_dir, lines=30):
+    """The last lines of a task's task.log, reading only the end of a long log."""
+    try:
+        with open(os.path.join(task_dir, LOG_NAME), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 256 * max(lines, 1) - 4096))
+            return "\n".join(handle.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def read_env_file(path):
+    """KEY=VALUE lines; blank lines and lines starting with # are skipped.
+
+    The value is everything after the first '=' (no quoting, no expansion).
+    """
+    env = {}
+    with open(path) as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            key = key.strip()
+            if key.startswith("export "):
+                key = key[len("export "):].strip()
+            if not sep or not key:
+                raise ValueError("%s:%d: expected KEY=VALUE" % (path, number))
+            env[key] = value
+    return env
+
+
+# ---------------------------------------------------------------- processes
+
+
+def proc_starttime(pid):
+    """Kernel start time of pid (clock ticks since boot), None if it does not run (or is a zombie)."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as handle:
+            stat = handle.read()
+    except OSError:
+        if not os.path.isdir("/proc/self"):
+            # No procfs (not Linux): fall back to a plain existence check.
+            try:
+                os.kill(int(pid), 0)
+                return 0
+            except ProcessLookupError:
+                return None
+            except PermissionError:
+                return 0
+        return None
+    # The command name (field 2) may contain spaces and brackets: split after it.
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # zombie: already dead, only not reaped yet
+        return None
+    return int(fields[19])
+
+
+def alive(pid, starttime=None):
+    """True if pid runs and is the same process as recorded (not a reused pid)."""
+    if not pid:
+        return False
+    current = proc_starttime(int(pid))
+    if current is None:
+        return False
+    return starttime is None or current == 0 or current == starttime
+
+
+def group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def tcp_answers(host, port, timeout=2.0):
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def parse_host_port(value):
+    """(host, port) of HOST:PORT ([v6]:PORT too); ValueError otherwise."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError("expected HOST:PORT, got %r" % value)
+    return host.strip("[]"), int(port)
+
+
+# ---------------------------------------------------------------- state
+
+
+def task_status(task_dir):
+    """What the files in task_dir say, checked against the live processes."""
+    meta = read_json(os.path.join(task_dir, TASK_FILE)) or {}
+    exit_info = read_json(os.path.join(task_dir, EXIT_FILE))
+    pid = meta.get("pid")
+    sup_pid = meta.get("supervisor_pid")
+    task_running = alive(pid, meta.get("pid_starttime"))
+    sup_running = alive(sup_pid, meta.get("supervisor_starttime"))
+    status = {
+        "name": meta.get("name"),
+        "running": task_running or sup_running,
+        "task_running": task_running,
+        "supervisor_running": sup_running,
+        "pid": pid,
+        "supervisor_pid": sup_pid,
+        "started_at": meta.get("started_at"),
+        "returncode": None,
+        "reason": None,
+        "finished_at": None,
+    }
+    if status["running"]:
+        return status
+    if exit_info is not None:
+        status.update(
+            returncode=exit_info.get("returncode"),
+            reason=exit_info.get("reason"),
+            finished_at=exit_info.get("finished_at"),
+        )
+    elif meta:
+        status["reason"] = DIED
+    else:
+        status["reason"] = NOT_STARTED
+    return status
+
+
+def failed(status):
+    """A task that ended with a non-zero code or died without a record (stopped on purpose is no failure)."""
+    if status["running"] or status["reason"] in (NOT_STARTED, STOPPED):
+        return False
+    return status["reason"] == DIED or status["returncode"] != 0
+
+
+# ---------------------------------------------------------------- the supervisor process
+
+
+def log_line(log, message):
+    log.write("[%s] %s %s\n" % (PROG, time.strftime("%Y-%m-%dT%H:%M:%S%z"), message))
+    log.flush()
+
+
+class _Supervisor:
+    """Runs in the detached process: starts the task, watches it, records its end."""
+
+    def __init__(self, spec, env, log):
+        self.spec = spec
+        self.env = env
+        self.log = log
+        self.proc = None
+        self.stop_reason = None  # set when we end the task ourselves
+        self.stop_returncode = None
+        self.kill_at = None
+
+    def terminate(self, reason, returncode=None):
+        """Ask the task's process group to end; SIGKILL follows after the timeout."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.stop_returncode = returncode
+            self.kill_at = time.monotonic() + self.spec["stop_timeout"]
+            log_line(self.log, "stopping task: %s" % reason)
+            signal_group(self.proc.pid, signal.SIGTERM)
+
+    def on_sigterm(self, signum, frame):
+        self.terminate(STOPPED, None)
+
+    def run(self, ready_fd):
+        spec = self.spec
+        task_dir, name, command = spec["dir"], spec["name"], spec["command"]
+        log_line(self.log, "starting %s: %s" % (name, " ".join(command)))
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                cwd=spec["chdir"] or task_dir,
+                env=self.env,
+                start_new_session=True,  # own process group: stop kills its children too
+            )
+        except OSError as e:
+            log_line(self.log, "cannot start %s: %s" % (command[0], e))
+            write_json(os.path.join(task_dir, EXIT_FILE),
+                       {"returncode": 127, "finished_at": now(), "reason": "could not start: %s" % e})
+            os.write(ready_fd, ("error: cannot start %s: %s" % (command[0], e)).encode())
+            os.close(ready_fd)
+            return 127
+
+        meta = {
+            "name": name,
+            "command": command,
+            "pid": self.proc.pid,
+            "pid_starttime": proc_starttime(self.proc.pid),
+            "supervisor_pid": os.getpid(),
+            "supervisor_starttime": proc_starttime(os.getpid()),
+            "started_at": now(),
+            "stop_when_gone": spec["stop_when_gone"],
+        }
+        write_text(os.path.join(task_dir, "task.pid"), "%d\n" % self.proc.pid)
+        write_text(os.path.join(task_dir, "supervisor.pid"), "%d\n" % os.getpid())
+        write_json(os.path.join(task_dir, TASK_FILE), meta)
+        log_line(self.log, "%s runs as pid %d" % (name, self.proc.pid))
+        os.write(ready_fd, json.dumps({"started": True, "name": name, "pid": self.proc.pid,
+                                       "supervisor_pid": os.getpid()}).encode())
+        os.close(ready_fd)
+
+        signal.signal(signal.SIGTERM, self.on_sigterm)
+        signal.signal(signal.SIGINT, self.on_sigterm)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+        chief = parse_host_port(spec["stop_when_gone"]) if spec["stop_when_gone"] else None
+        probe_interval = spec["probe_interval"]
+        started = time.monotonic()
+        seen_at = None  # last time the chief's port answered
+        next_probe = started
+        while True:
+            returncode = self.proc.poll()
+            if returncode is not None:
+                break
+            moment = time.monotonic()
+            if self.stop_reason is not None:
+                if moment >= self.kill_at:
+                    log_line(self.log, "task did not stop in %ss, sending SIGKILL" % spec["stop_timeout"])
+                    signal_group(self.proc.pid, signal.SIGKILL)
+                    self.kill_at = moment + 3600
+            elif chief and moment >= next_probe:
+                next_probe = moment + probe_interval
+                if tcp_answers(chief[0], chief[1], timeout=min(2.0, probe_interval)):
+                    if seen_at is None:
+                        log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
+                    seen_at = time.monotonic()
+                elif seen_at is not None and moment - seen_at >= spec["gone_grace"]:
+                    self.terminate("chief finished", 0)
+                elif seen_at is None and moment - started >= spec["never_seen_timeout"]:
+                    self.terminate("chief never seen", 0)
+            time.sleep(0.2)
+
+        # Leftover children of the task (same process group) go too.
+        if group_alive(self.proc.pid):
+            signal_group(self.proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + spec["stop_timeout"]
+            while group_alive(self.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            signal_group(self.proc.pid, signal.SIGKILL)
+
+        if self.stop_reason is not None:
+            reason = self.stop_reason
+            recorded = self.stop_returncode if self.stop_returncode is not None else returncode
+        elif returncode < 0:
+            reason, recorded = "killed by signal %d" % -returncode, returncode
+        else:
+            reason, recorded = "exited", returncode
+        write_json(os.path.join(task_dir, EXIT_FILE),
+                   {"returncode": recorded, "exit_status": returncode, "finished_at": now(), "reason": reason})
+        log_line(self.log, "task ended: returncode %s (%s)" % (recorded, reason))
+        return 0
+
+
+def _daemonize_and_run(spec, env):
+    """Double fork; the grandchild supervises. Returns its JSON answer in the calling process only."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid > 0:
+        os.close(write_fd)
+        os.waitpid(pid, 0)
+        chunks = []
+        while True:
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read_fd)
+        message = b"".join(chunks).decode(errors="replace")
+        if message.startswith("{"):
+            return json.loads(message)
+        message = message or "error: the supervisor exited before starting the task"
+        raise SupervisorError(message[len("error: "):] if message.startswith("error: ") else message)
+
+    # First child: new session, then fork again so the supervisor can never get a terminal.
+    os.close(read_fd)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+
+    code = 1
+    try:
+        os.chdir("/")
+        os.umask(0o022)
+        log = open(os.path.join(spec["dir"], LOG_NAME), "a", buffering=1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        # Close every inherited descriptor (e.g. Ansible's pipes) so callers do not wait on us.
+        keep = {0, 1, 2, log.fileno(), write_fd}
+        for fd in range(3, 1024):
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        code = _Supervisor(spec, env, log).run(write_fd)
+    except BaseException as e:  # report anything to the waiting parent, then leave
+        try:
+            os.write(write_fd, ("error: supervisor failed: %r" % e).encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+# ---------------------------------------------------------------- what callers use
+
+
+def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
+          gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0):
+    """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
+
+    The task's environment is this process's, then env (values never written anywhere), then env_file,
+    then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from tf_config.json). Raises SupervisorError when
+    the task runs already or cannot be started.
+    """
+    if not command:
+        raise SupervisorError("no command given (put it after --)")
+    if stop_when_gone:
+        parse_host_port(stop_when_gone)
+    os.makedirs(task_dir, exist_ok=True)
+    task_dir = os.path.abspath(task_dir)
+    current = task_status(task_dir)
+    if current["running"]:
+        raise SupervisorError("task %s in %s is already running (pid %s); stop it first"
+                              % (current["name"], task_dir, current["pid"]))
+
+    task_env = dict(os.environ)
+    task_env.update({str(key): str(value) for key, value in (env or {}).items()})
+    try:
+        if env_file:
+            task_env.update(read_env_file(env_file))
+        for var, path in (env_from_files or {}).items():
+            with open(path) as handle:
+                task_env[var] = handle.read().strip()
+    except (OSError, ValueError) as e:
+        raise SupervisorError(str(e))
+    task_env.setdefault("PYTHONUNBUFFERED", "1")  # task.log shows Python output as it happens
+
+    # A fresh record: stale files from the previous run must not describe this one.
+    for file_name in (EXIT_FILE, TASK_FILE, "task.pid", "supervisor.pid"):
+        remove(os.path.join(task_dir, file_name))
+    spec = {"dir": task_dir, "name": name, "command": list(command), "chdir": chdir,
+            "stop_when_gone": stop_when_gone or None, "gone_grace": float(gone_grace),
+            "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
+            "stop_timeout": float(stop_timeout)}
+    return _daemonize_and_run(spec, task_env)
+
+
+def stop(task_dir, timeout=15.0):
+    """Stop the task and its supervisor (idempotent); returns the status after, with `stopped`."""
+    task_dir = os.path.abspath(task_dir)
+    meta = read_json(os.path.join(task_dir, TASK_FILE)) or {}
+    before = task_status(task_dir)
+    if not before["running"]:
+        before["stopped"] = False
+        return before
+
+    sup_pid, pid = meta.get("supervisor_pid"), meta.get("pid")
+    deadline = time.monotonic() + timeout
+    if before["supervisor_running"]:
+        os.kill(sup_pid, signal.SIGTERM)  # it stops the task and writes exit.json
+        while alive(sup_pid, meta.get("supervisor_starttime")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    if pid and group_alive(pid):
+        # No supervisor left (or it did not manage): end the process group ourselves.
+        signal_group(pid, signal.SIGTERM)
+        while group_alive(pid) and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+        signal_group(pid, signal.SIGKILL)
+    if sup_pid and alive(sup_pid, meta.get("supervisor_starttime")):
+        os.kill(sup_pid, signal.SIGKILL)
+    time.sleep(0.05)
+    if read_json(os.path.join(task_dir, EXIT_FILE)) is None:
+        write_json(os.path.join(task_dir, EXIT_FILE), {"returncode": None, "finished_at": now(), "reason": STOPPED})
+    after = task_status(task_dir)
+    after["stopped"] = True
+    return after
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _print_json(data):
+    print(json.dumps(data, sort_keys=True))
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, command = argv[:split], argv[split + 1:]
+
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 1)[0])
+    sub = parser.add_subparsers(dest="action")
+    sub.required = True
+    start_parser = sub.add_parser("start", help="start a task in the background")
+    start_parser.add_argument("--name", required=True)
+    start_parser.add_argument("--dir", required=True, help="task directory (logs, pids, exit record)")
+    start_parser.add_argument("--env-file", help="KEY=VALUE lines added to the task's environment")
+    start_parser.add_argument("--env-from-file", action="append", default=[], metavar="VAR=FILE",
+                              help="set VAR to the contents of FILE (e.g. TF_CONFIG=tf_config.json)")
+    start_parser.add_argument("--chdir", help="working directory of the task (default: --dir)")
+    start_parser.add_argument("--stop-when-gone", metavar="HOST:PORT", dest="stop_when_gone",
+                              help="stop the task once this port answered and then stopped answering")
+    start_parser.add_argument("--gone-grace", type=float, default=20.0)
+    start_parser.add_argument("--never-seen-timeout", type=float, default=1800.0)
+    start_parser.add_argument("--probe-interval", type=float, default=2.0)
+    start_parser.add_argument("--stop-timeout", type=float, default=10.0,
+                              help="seconds between SIGTERM and SIGKILL")
+    stop_parser = sub.add_parser("stop", help="stop the task and its supervisor (idempotent)")
+    stop_parser.add_argument("--dir", required=True)
+    stop_parser.add_argument("--timeout", type=float, default=15.0)
+    status_parser = sub.add_parser("status", help="print the task's state as JSON")
+    status_parser.add_argument("--dir", required=True)
+
+    args = parser.parse_args(argv)
+    if args.action != "start":
+        if command:
+            parser.error("only start takes a command")
+        if args.action == "stop":
+            _print_json(stop(args.dir, args.timeout))
+        else:
+            _print_json(task_status(os.path.abspath(args.dir)))
+        return 0
+
+    if args.stop_when_gone:
+        try:
+            parse_host_port(args.stop_when_gone)
+        except ValueError as e:
+            parser.error(str(e))
+    env_from_files = {}
+    for item in args.env_from_file:
+        var, sep, path = item.partition("=")
+        if not sep or not var:
+            sys.stderr.write("error: --env-from-file expects VAR=FILE, got %r\n" % item)
+            return 1
+        env_from_files[var] = path
+    try:
+        started = start(args.dir, args.name, command, env_file=args.env_file, env_from_files=env_from_files,
+                        chdir=args.chdir, stop_when_gone=args.stop_when_gone, gone_grace=args.gone_grace,
+                        never_seen_timeout=args.never_seen_timeout, probe_interval=args.probe_interval,
+                        stop_timeout=args.stop_timeout)
+    except SupervisorError as e:
+        sys.stderr.write("error: %s\n" % e)
+        return 1
+    _print_json(started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

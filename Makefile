@@ -16,7 +16,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -24,6 +24,9 @@ help:
 	@echo "make destroy  remove the cluster (CLOUD=..., CLUSTER=...)"
 	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies"
 	@echo "make lint     ansible-lint (production profile)"
+	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
+	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint"
+	@echo "make importer galaxy-importer accepts the built collection"
 	@echo "make build    build the Galaxy collection tarball into build/"
 	@echo "make images   start Docker and build the docker cloud's node images"
 
@@ -50,7 +53,7 @@ deploy: setup
 destroy: setup
 	$(BIN)/ansible-playbook playbooks/destroy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
 
-test: setup lint
+test: setup lint sanity docs importer
 	$(BIN)/python -m pytest tests -ra
 
 test-unit: setup
@@ -61,6 +64,51 @@ test-e2e: setup
 
 lint: setup
 	$(BIN)/ansible-lint --profile production
+
+# The collection checks a Galaxy or Automation Hub reviewer runs. Their tools live in their own
+# virtualenv (requirements-checks.txt); each check re-runs only when a file of the collection changed
+# (stamps in .cache/stamps; `rm -rf .cache/stamps` forces them).
+CHECKS_VENV := .cache/checks-venv
+CHECKS_BIN := $(CHECKS_VENV)/bin
+CHECKS_STAMP := $(CHECKS_VENV)/.installed-$(shell sha256sum requirements-checks.txt | cut -c1-12)
+CHECK_STAMPS := .cache/stamps
+# Every file git tracks or would track (deleted ones left out).
+COLLECTION_FILES := $(wildcard $(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
+SANITY_PYTHON ?= 3.11
+
+checks-setup: $(CHECKS_STAMP)
+
+$(CHECKS_STAMP): requirements-checks.txt
+	@test -x $(CHECKS_BIN)/python || $(PYTHON) -m venv $(CHECKS_VENV)
+	$(CHECKS_BIN)/pip install --quiet --progress-bar off -r requirements-checks.txt
+	@rm -f $(CHECKS_VENV)/.installed-* && touch $@
+
+sanity: $(CHECK_STAMPS)/sanity
+docs: $(CHECK_STAMPS)/docs
+importer: $(CHECK_STAMPS)/importer
+
+# ansible-test wants the collection under .../ansible_collections/tfdist/cluster in a git tree and
+# downloads get-pip.py from outside the package registries: scripts/ansible-test.sh copies the tree
+# there and puts an offline stand-in in ansible-test's cache. The checks venv brings shellcheck.
+$(CHECK_STAMPS)/sanity: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
+	PATH=$(CURDIR)/$(BIN):$(CURDIR)/$(CHECKS_BIN):$$PATH scripts/ansible-test.sh sanity --venv --python $(SANITY_PYTHON)
+	@mkdir -p $(dir $@) && touch $@
+
+$(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_LINK) $(COLLECTION_FILES)
+	$(BIN)/python scripts/check-docs.py
+	$(CHECKS_BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
+	@mkdir -p $(dir $@) && touch $@
+
+# galaxy-importer on the tarball as Galaxy gets it: ansible-doc, ansible-lint (offline) and its own
+# checks, no ansible-test (it would need containers), so nothing leaves the machine.
+$(CHECK_STAMPS)/importer: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
+	@rm -rf .cache/importer && mkdir -p .cache/importer
+	$(BIN)/ansible-galaxy collection build --force --output-path .cache/importer .
+	cd .cache/importer && PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH \
+		GALAXY_IMPORTER_RUN_ANSIBLE_TEST=False GALAXY_IMPORTER_OFFLINE_ANSIBLE_LINT=True \
+		GALAXY_IMPORTER_TMP_ROOT_DIR=$(CURDIR)/.cache/importer \
+		$(CURDIR)/$(CHECKS_BIN)/python -m galaxy_importer.main tfdist-cluster-*.tar.gz
+	@mkdir -p $(dir $@) && touch $@
 
 build: setup
 	@mkdir -p build

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Run ansible-test offline on a copy of this collection.
+#
+# Usage: scripts/ansible-test.sh sanity|units ... (arguments go to ansible-test as they are)
+#   e.g. scripts/ansible-test.sh sanity --venv --python 3.11
+#
+# ansible-test needs:
+# - the collection at a path ending in ansible_collections/<namespace>/<name>; it resolves the
+#   working directory, so the .collections symlink does not do: the tracked and untracked (not
+#   ignored) files are copied to .cache/ansible-test/ansible_collections/<namespace>/<name>;
+# - a git tree there, with its own tests/output/ ignored (else it lints its own virtualenvs);
+# - get-pip.py for every virtualenv it makes, which it downloads from a host outside the
+#   package registries unless a copy is cached: scripts/ansible-test-get-pip.py stands in.
+# The copy's tests/output/ (ansible-test's own virtualenv) is kept between runs.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BIN:-$ROOT/.venv/bin}
+
+read -r NAMESPACE NAME < <("$BIN/python" -c '
+import sys, yaml
+galaxy = yaml.safe_load(open(sys.argv[1]))
+print(galaxy["namespace"], galaxy["name"])' "$ROOT/galaxy.yml")
+DEST=$ROOT/.cache/ansible-test/ansible_collections/$NAMESPACE/$NAME
+
+# The pip version ansible-test bootstraps decides the cached file's name (get_pip_24_2.py).
+PIP_VERSION=$("$BIN/python" -c '
+import types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
+GET_PIP=$HOME/.ansible/test/cache/get_pip_${PIP_VERSION//./_}.py
+mkdir -p "$(dirname "$GET_PIP")"
+cmp -s "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP" || cp "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP"
+
+# A fresh copy of the files git knows (deleted ones left out), keeping .git and tests/output.
+mkdir -p "$DEST"
+find "$DEST" -mindepth 1 -maxdepth 1 ! -name .git ! -name tests -exec rm -rf {} +
+if [[ -d $DEST/tests ]]; then
+    find "$DEST/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
+fi
+(
+    cd "$ROOT"
+    git ls-files -z --cached --others --exclude-standard --deduplicate |
+        while IFS= read -r -d '' path; do
+            if [[ -e $path || -L $path ]]; then printf '%s\0' "$path"; fi
+        done |
+        tar --null -c -T -
+) | tar -x -C "$DEST"
+printf '/tests/output/\n' >> "$DEST/.gitignore"
+
+cd "$DEST"
+[[ -d .git ]] || git init --quiet
+git add --all
+git -c user.name=tfdist -c user.email=tfdist@localhost commit --quiet --allow-empty -m "copy for ansible-test"
+exec "$BIN/ansible-test" "$@"

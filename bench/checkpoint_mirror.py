@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
 """What does keeping the checkpoints at a URL cost the training?
@@ -44,7 +43,7 @@ def train(work, steps, url):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=2000)
     a = p.parse_args()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
 """How much does tfdist add on top of starting the TF processes by hand?
@@ -33,7 +32,7 @@ ORDER = ("ps", "worker", "chief")  # servers first, as the training role does
 
 
 def free_port_block(count):
-    for _ in range(50):
+    for _attempt in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             base = s.getsockname()[1]
@@ -53,7 +52,7 @@ def playbook(name, *extra):
         cmd += ["-e", var]
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
 
 
 def deployed_round(steps, workers, ps):
@@ -94,10 +93,10 @@ def by_hand_round(job_dir, python):
             result = json.load(handle)
         return result["first_step_at"] - started, result["examples_per_sec"]
     finally:
-        for _, proc in procs:
+        for _name, proc in procs:
             if proc.poll() is None:
                 proc.terminate()
-        for _, proc in procs:
+        for _name, proc in procs:
             proc.wait(timeout=30)
         shutil.rmtree(work_dir, ignore_errors=True)
 

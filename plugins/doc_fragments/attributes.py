@@ -16,3 +16,13 @@ attributes:
   idempotent:
     description: When run twice in a row with the same arguments, the second run reports no change.
 '''
+
+    # Modules carried out by an action plugin of the same name (tfdist.cluster.attributes.action).
+    ACTION = r'''
+attributes:
+  action:
+    description: Runs on the controller as an action plugin of the same name, which calls modules on the host.
+  platform:
+    description: Target operating systems the module can manage.
+    support: N/A
+'''

@@ -18,7 +18,7 @@ description:
     bucket, NameNode address, credentials or path is reported against that setting (C(tf_data), C(tf_model_url)).
   - S3 credentials come from the standard AWS environment variables (or the instance's role); they are never
     module arguments, so they are never logged.
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
 attributes:

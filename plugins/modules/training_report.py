@@ -12,7 +12,9 @@ description:
     and writes C(summary.json) next to them, adding the wall-clock seconds of each deploy phase.
   - Draws the loss curve as C(loss.png) when matplotlib is available.
 version_added: 0.1.0
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
 options:
   artifacts_dir:
     description: Folder on the controller with the collected results of one cluster.
@@ -44,6 +46,9 @@ attributes:
     support: none
   diff_mode:
     support: none
+  idempotent:
+    support: none
+    details: Every run writes the summary and the curve again and reports a change.
 """
 
 EXAMPLES = r"""

@@ -14,9 +14,12 @@ description:
     training advances and checks that the TF tasks of the other hosts still answer on their ports.
   - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
     the tail of its log; or when a task on another host stops answering while the chief trains.
-  - Returns when the chief has finished successfully (on other hosts: when their tasks have ended cleanly).
+  - Returns when the chief has finished successfully; on other hosts, when their tasks have ended cleanly.
 version_added: 0.1.0
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
 options:
   work_dir:
     description: The cluster's job folder on the host.
@@ -76,12 +79,16 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Only reads the job's state.
+    details: Only reads the job's state.
   diff_mode:
     support: none
+  idempotent:
+    support: full
+    details: Only reads the job's state.
   action:
     support: full
   platform:
+    support: full
     platforms: posix
 """
 

@@ -9,8 +9,10 @@ Nothing is listed by hand: the plugins are the files under plugins/<type>/ (for 
 the names ansible-doc lists for the collection), the roles are the folders under roles/. A role's
 entry points are its tasks files that no other tasks file of the role includes or imports; each
 must have an argument spec. Every one is rendered as text and as JSON; any error or warning that
-ansible-doc prints, an undocumented plugin, or an action plugin without a module of the same name
-(where its documentation lives) is a finding. Exit status 1 when there is one.
+ansible-doc prints, an undocumented plugin, an action plugin without a module of the same name
+(where its documentation lives), or a `tasks_from: NAME.yml` in a playbook or role (Ansible looks up
+the argument spec by the name as written, so with `.yml` it validates nothing) is a finding. Exit status 1
+when there is one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ DOCUMENTED_TYPES = ('become', 'cache', 'callback', 'cliconf', 'connection', 'htt
                     'module', 'netconf', 'shell', 'strategy', 'vars')
 JINJA_TYPES = ('filter', 'test')
 INCLUDE_KEYS = ('include_tasks', 'import_tasks', 'ansible.builtin.include_tasks', 'ansible.builtin.import_tasks')
+ROLE_KEYS = ('include_role', 'import_role', 'ansible.builtin.include_role', 'ansible.builtin.import_role')
+YAML_FOLDERS = ('playbooks', 'roles', 'examples')
 ANSIBLE_DOC = os.path.join(os.path.dirname(sys.executable), 'ansible-doc')
 
 
@@ -153,6 +157,43 @@ def check_roles(collection):
     return findings, len(roles), entry_point_count
 
 
+def role_calls(node):
+    """Every include_role/import_role argument mapping in a loaded YAML document."""
+    if isinstance(node, list):
+        for item in node:
+            yield from role_calls(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in ROLE_KEYS and isinstance(value, dict):
+                yield value
+            else:
+                yield from role_calls(value)
+
+
+def check_tasks_from(collection):
+    """tasks_from values with an extension, for a role of this collection that has an entry point of that name."""
+    findings = []
+    for folder in YAML_FOLDERS:
+        for dirpath, _dirnames, filenames in os.walk(folder):
+            for filename in sorted(filenames):
+                if not filename.endswith(('.yml', '.yaml')):
+                    continue
+                path = os.path.join(dirpath, filename)
+                with open(path, encoding='utf-8') as handle:
+                    try:
+                        documents = list(yaml.safe_load_all(handle))
+                    except yaml.YAMLError:
+                        continue  # not plain YAML (a template): ansible-lint reads those
+                for call in role_calls(documents):
+                    role = str(call.get('name') or call.get('role') or '').removeprefix(collection + '.')
+                    tasks_from = str(call.get('tasks_from') or '')
+                    stem, extension = os.path.splitext(tasks_from)
+                    if extension and stem in role_entry_points(os.path.join('roles', role)):
+                        findings.append('%s: tasks_from: %s skips the argument spec of entry point %s (write tasks_from: %s)'
+                                        % (path, tasks_from, stem, stem))
+    return findings
+
+
 def render_roles(names):
     if not names:
         return []
@@ -165,6 +206,7 @@ def main():
     findings, counts = check_plugins(collection)
     role_findings, role_count, entry_point_count = check_roles(collection)
     findings += role_findings
+    findings += check_tasks_from(collection)
     rendered = ', '.join('%d %s' % (count, plugin_type) for plugin_type, count in counts.items() if count)
     print('ansible-doc: %s, %d roles with %d entry points' % (rendered, role_count, entry_point_count))
     for finding in findings:

@@ -124,8 +124,8 @@ def cell(row, base, phase):
 
 def calls_cell(row, phase):
     calls = row["phases"][phase]["calls"]
-    return f"{row['phases'][phase]['total_calls']}" + (f" ({calls.get('DescribeInstances', 0)} DI)"
-                                                        if phase in ("inventory", "cached") else "")
+    described = f" ({calls.get('DescribeInstances', 0)} DI)" if phase in ("inventory", "cached") else ""
+    return f"{row['phases'][phase]['total_calls']}" + described
 
 
 def print_header():
@@ -163,11 +163,12 @@ def plot(rows, startup, path):
 
 def code_under_test():
     """How this checkout creates EC2 nodes (the figures depend on it)."""
-    from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud  # noqa: PLC0415
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds, _provider  # noqa: PLC0415
 
-    batch = getattr(_libcloud, "_BATCH_CREATORS", {}).get("ec2")
-    return {"ec2_create": "batch: %s" % batch.__name__ if batch else "one create_node per node",
-            "max_parallel": getattr(_libcloud, "MAX_PARALLEL", None)}
+    batch = _clouds.PROVIDERS["ec2"].batch_create
+    return {"ec2_create": "batch: %s.%s" % (batch.__module__.rpartition(".")[2], batch.__name__) if batch
+            else "one create_node per node",
+            "max_parallel": _provider.MAX_PARALLEL}
 
 
 def main():

@@ -12,14 +12,14 @@ description:
     C(list_nodes) call. Other nodes are ignored.
   - Hosts are named after the nodes and grouped in C(tfdist_<cluster>), C(tfdist_<cluster>_<role>) and the bare
     role groups C(chief), C(worker), C(ps) and C(evaluator); dashes in group names become underscores.
-  - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_task_index), C(tfdist_public_ip),
+  - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_index), C(tfdist_public_ip),
     C(tfdist_private_ip) and C(libcloud_id), C(libcloud_name), C(libcloud_state), C(libcloud_provider),
     C(libcloud_size), C(libcloud_image), C(libcloud_extra). Values from the cloud are marked unsafe,
     so they are never templated.
   - Uses a YAML configuration file whose name ends with C(.libcloud.yml) or C(.libcloud.yaml).
   - O(provider), O(region), O(credentials) and O(driver_options) may be templates, for example to read a secret
     with the P(ansible.builtin.env#lookup) lookup.
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.libcloud
   - constructed
@@ -77,22 +77,24 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+    TAG_CLUSTER,
+    TAG_INDEX,
+    TAG_ROLE,
+    TASK_TYPES,
+    ClusterError,
+    group_name,
+    validate_cluster_name,
+)
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
-    ROLES,
     TfdistCloudError,
-    get_driver,
     explain_error,
+    get_driver,
     list_cluster_nodes,
     node_to_dict,
     pick_address,
-    validate_cluster_name,
 )
-
-
-def _group_name(*parts):
-    # Cluster names are validated to [a-z0-9-], so dashes are the only characters unsafe in a group name.
-    return '_'.join(parts).replace('-', '_')
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -119,7 +121,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         clusters = self.get_option('clusters')
         states = self.get_option('states')
         strict = self.get_option('strict')
-        for role in ROLES:
+        for role in TASK_TYPES:
             self.inventory.add_group(role)
         for node in nodes:
             if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
@@ -127,15 +129,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if node['index'] is None:
                 continue  # still being created: not a TF task yet
             host = self.inventory.add_host(wrap_var(node['name']))
-            cluster_group = self.inventory.add_group(_group_name('tfdist', node['cluster']))
-            role_group = self.inventory.add_group(_group_name('tfdist', node['cluster'], node['role']))
+            cluster_group = self.inventory.add_group(group_name(node['cluster']))
+            role_group = self.inventory.add_group(group_name(node['cluster'], node['role']))
             for group in (cluster_group, role_group, node['role']):
                 self.inventory.add_child(group, host)
             hostvars = {
                 'ansible_host': pick_address(node['public_ips'], node['private_ips'], self.get_option('address')),
-                'tfdist_cluster': node['cluster'],
-                'tfdist_role': node['role'],
-                'tfdist_task_index': node['index'],
+                TAG_CLUSTER: node['cluster'],
+                TAG_ROLE: node['role'],
+                TAG_INDEX: node['index'],
                 'tfdist_public_ip': pick_address(node['public_ips'], []),
                 'tfdist_private_ip': pick_address([], node['private_ips']),
                 'libcloud_id': node['id'],
@@ -162,7 +164,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         try:
             for n, cluster in enumerate(self.get_option('clusters')):
                 validate_cluster_name(cluster, 'clusters[%d]' % n)
-        except TfdistCloudError as e:
+        except ClusterError as e:
             raise AnsibleError('%s: %s' % (self.NAME, e)) from e
 
         cache_key = self.get_cache_key(path)

@@ -20,7 +20,7 @@ description:
     network, on a subnet C(tfdist-{cluster}) of its own; the public key goes in at node creation.
   - Rules found on the group that open more than this (an old controller address, a hand-made rule) are revoked.
   - Pass RV(access) to M(tfdist.cluster.libcloud_node) so that new nodes get the key and sit behind the firewall.
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
   - tfdist.cluster.libcloud
@@ -109,7 +109,7 @@ EXAMPLES = r'''
 RETURN = r'''
 access:
   description:
-    - What M(tfdist.cluster.libcloud_node) needs to give new nodes the key and the firewall (its O(access) option).
+    - What M(tfdist.cluster.libcloud_node) needs to give new nodes the key and the firewall (its O(tfdist.cluster.libcloud_node#module:access) option).
     - Empty with O(state=absent).
   returned: always
   type: dict
@@ -135,15 +135,15 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import access_for
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
+    access_for,
     connection_argument_spec,
     explain_error,
     get_driver,
-    validate_cluster_name,
 )
 
 
@@ -176,7 +176,7 @@ def main():
         else:
             access.absent(module.check_mode)
             facts = {}
-    except TfdistCloudError as e:
+    except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())

@@ -17,7 +17,7 @@ description:
     indexes; surplus nodes are removed highest index first. The nodes of one role are created together.
   - If a node cannot be created, the nodes this run created are destroyed again and the task fails.
   - Roles not listed in O(roles) are left as they are; give them O(roles[].count=0) to remove their nodes.
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
   - tfdist.cluster.libcloud
@@ -93,9 +93,9 @@ options:
     type: int
   access:
     description:
-      - The C(access) result of M(tfdist.cluster.libcloud_access) new nodes get the cluster's key and sit
-        behind its firewall (EC2 and OpenStack key pair and security group, GCE network tag and C(ssh-keys)
-        metadata, Azure SSH key and subnet).
+      - The cluster's key pair and firewall, as returned in RV(tfdist.cluster.libcloud_access#module:access). New nodes
+        get the cluster's key and sit behind its firewall (EC2 and OpenStack key pair and security group, GCE network
+        tag and C(ssh-keys) metadata, Azure SSH key and subnet).
     type: dict
     default: {}
   address:
@@ -260,25 +260,28 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import node_kwargs
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+    TASK_TYPES,
+    ClusterError,
+    node_name,
+    node_tags,
+    validate_cluster_name,
+)
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
-    ROLES,
     TfdistCloudError,
     connection_argument_spec,
-    explain_error,
-    cluster_tags,
     create_nodes,
     destroy_nodes,
+    explain_error,
     find_by_id_or_name,
     get_driver,
     list_cluster_nodes,
     list_images,
-    node_name,
+    node_kwargs,
     node_to_dict,
     tag_create_kwargs,
-    validate_cluster_name,
 )
 
 WAIT_PERIOD = 3
@@ -317,7 +320,7 @@ def make_plan(current, roles, state):
     for pair in current:
         by_role.setdefault(pair[1].role, []).append(pair)
     if state == 'absent':
-        return dict((role, {'create': [], 'remove': by_role[role]}) for role in ROLES if role in by_role)
+        return dict((role, {'create': [], 'remove': by_role[role]}) for role in TASK_TYPES if role in by_role)
     plan = {}
     for spec in roles:
         create, remove = plan_role(by_role.get(spec['role'], []), spec['count'])
@@ -390,7 +393,7 @@ class ClusterNodes:
             indexes = plan[role]['create']
             requests = []
             for index in indexes:
-                tags = cluster_tags(self.cluster, role, index)
+                tags = node_tags(self.cluster, role, index)
                 requests.append(dict(base_args, name=node_name(self.cluster, role, index),
                                      **tag_create_kwargs(self.driver, tags, base_args)))
             results = create_nodes(self.driver, self.connect, requests)
@@ -480,7 +483,7 @@ class ClusterNodes:
                     self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
 
         nodes = sorted((self.to_dict(node) for node in kept + created),
-                       key=lambda n: (ROLES.index(n['role']), -1 if n['index'] is None else n['index'], n['id']))
+                       key=lambda n: (TASK_TYPES.index(n['role']), -1 if n['index'] is None else n['index'], n['id']))
         result = dict(
             changed=changed,
             created=[self.to_dict(node) for node in created],
@@ -508,7 +511,7 @@ def main():
         cluster=dict(type='str', required=True),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         roles=dict(type='list', elements='dict', default=[], options=dict(
-            role=dict(type='str', required=True, choices=list(ROLES)),
+            role=dict(type='str', required=True, choices=list(TASK_TYPES)),
             count=dict(type='int', required=True),
             size=dict(type='str'),
             image=dict(type='str'),
@@ -529,7 +532,7 @@ def main():
         validate_cluster_name(module.params['cluster'])
         validate_roles(module.params['roles'])
         ClusterNodes(module).run()
-    except TfdistCloudError as e:
+    except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(module.params['provider'], e), exception=traceback.format_exc())

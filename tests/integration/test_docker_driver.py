@@ -156,7 +156,7 @@ def test_inventory_groups_the_nodes_by_role_at_their_container_ip(deployed, tmp_
         hostvars = dict((key, value["__ansible_unsafe"] if isinstance(value, dict) and "__ansible_unsafe" in value
                          else value) for key, value in inventory["_meta"]["hostvars"][node["name"]].items())
         assert hostvars["ansible_host"] == node["private_ips"][0]
-        assert (hostvars["tfdist_role"], hostvars["tfdist_task_index"]) == (node["role"], node["index"])
+        assert (hostvars["tfdist_role"], hostvars["tfdist_index"]) == (node["role"], node["index"])
         assert hostvars["libcloud_provider"] == "docker"
 
 
@@ -166,7 +166,7 @@ def test_absent_removes_every_container_and_the_network(request, engine, ssh_key
     assert len(created["created"]) == NODES and engine.networks.list(names=["tfdist-" + cluster])
     engine.containers.get("%s-worker-1" % cluster).stop(timeout=1)  # stopped nodes go too
 
-    # Through the ansible CLI this time: AnsiballZ must ship the driver, which _libcloud loads by name.
+    # Through the ansible CLI this time: AnsiballZ must ship the driver (module_utils/_cloud_docker.py).
     args = json.dumps(dict(provider="docker", cluster=cluster, state="absent"))
     adhoc = run("ansible", "localhost", "-c", "local", "-m", "tfdist.cluster.libcloud_node", "-a", args,
                 extra_vars=["ansible_python_interpreter=" + sys.executable], timeout=300,

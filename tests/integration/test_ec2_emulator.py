@@ -63,8 +63,8 @@ def test_libcloud_reads_nothing_from_moto_without_the_proxy(ec2_emulator, cluste
     ec2.run_instances(ImageId=ec2_emulator.image_id, InstanceType="t2.micro", MinCount=1, MaxCount=1,
                       TagSpecifications=[{"ResourceType": "instance",
                                           "Tags": [{"Key": "tfdist_cluster", "Value": cluster}]}])
-    direct = get_driver("ec2", ec2_emulator.region, CREDENTIALS, dict(ec2_emulator.driver_options,
-                                                                        port=ec2_emulator.moto_port))
+    direct = get_driver("ec2", ec2_emulator.region, CREDENTIALS,
+                        dict(ec2_emulator.driver_options, port=ec2_emulator.moto_port))
     assert direct.list_nodes() == []
 
     proxied = get_driver("ec2", ec2_emulator.region, CREDENTIALS, ec2_emulator.driver_options)
@@ -106,7 +106,7 @@ def test_inventory_groups_the_cluster_with_one_describe_call(ec2_emulator, clust
     assert inventory[prefix + "_ps"]["hosts"] == [cluster + "-ps-0"]
     assert len(inventory[prefix]["hosts"]) == 4
     hostvars = inventory["_meta"]["hostvars"]
-    assert hostvars[cluster + "-worker-1"]["tfdist_task_index"] == 1
+    assert hostvars[cluster + "-worker-1"]["tfdist_index"] == 1
     assert plain(hostvars[cluster + "-worker-1"]["libcloud_size"]) == "t2.micro"
     instances = cluster_instances(ec2_emulator.boto3_client(), cluster)
     assert plain(hostvars[cluster + "-ps-0"]["libcloud_id"]) == instances[cluster + "-ps-0"]["InstanceId"]

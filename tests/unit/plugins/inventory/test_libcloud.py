@@ -69,7 +69,7 @@ def test_groups_by_cluster_and_role_with_task_indexes(inventory, cloud):
     assert hosts(data, "chief") == ["tfdist-chief-0"]
     assert "web-1" not in data.hosts
     worker1 = hostvars(data, "tfdist-worker-1")
-    assert (worker1["tfdist_cluster"], worker1["tfdist_role"], worker1["tfdist_task_index"]) == ("tfdist", "worker", 1)
+    assert (worker1["tfdist_cluster"], worker1["tfdist_role"], worker1["tfdist_index"]) == ("tfdist", "worker", 1)
     assert (worker1["libcloud_name"], worker1["libcloud_provider"], worker1["libcloud_state"]) == (
         "tfdist-worker-1", "fake", "running")
     assert worker1["libcloud_extra"]["tags"] == tags("tfdist", "worker", 1)
@@ -117,8 +117,8 @@ def test_keyed_groups_groups_and_compose(inventory, cloud):
 
     data = inventory(
         keyed_groups=[dict(key="tfdist_role", prefix="tf")],
-        groups=dict(first_worker="tfdist_role == 'worker' and tfdist_task_index == 0"),
-        compose=dict(tf_port="2222 + tfdist_task_index"),
+        groups=dict(first_worker="tfdist_role == 'worker' and tfdist_index == 0"),
+        compose=dict(tf_port="2222 + tfdist_index"),
     )
 
     assert hosts(data, "tf_worker") == ["tfdist-worker-0", "tfdist-worker-1"]

@@ -1,4 +1,6 @@
-"""The key pair and firewall of a cluster (module_utils/_access.py) on OpenStack, GCE, Azure and EC2.
+"""The key pair and firewall of a cluster on OpenStack, GCE, Azure and EC2: the policy of module_utils/_access.py
+as each cloud file spells it (the ClusterAccess classes of _cloud_openstack.py, _cloud_gce.py, _cloud_azure.py
+and _cloud_ec2.py), reached through _libcloud.access_for and node_kwargs as the modules reach it.
 
 No emulator runs OpenStack, GCE or Azure here, so these tests drive _access through libcloud drivers made
 with create_autospec from the real driver classes: a call with a signature the real driver does not have
@@ -38,8 +40,8 @@ from libcloud.compute.drivers.openstack import (
 )
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _access
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import access_for, node_kwargs, parse_ports
-from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
 
 CLUSTER = "demo"
 NAME = "tfdist-demo"
@@ -47,7 +49,7 @@ CONTROLLER = "203.0.113.7/32"
 NEW_CONTROLLER = "203.0.113.99/32"
 OLD_CONTROLLER = "198.51.100.9/32"
 PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRmZGlzdC10ZXN0LWtleQ tfdist@controller"
-INTERNAL = ["8020", "2222-2229"]
+INTERNAL = ("8020", "2222-2229")
 
 
 def run_real(driver, cls, *names):
@@ -147,9 +149,8 @@ class OpenStackCloud:
             group = self.groups[rule["security_group_id"]]
             assert rule["remote_group_id"] is None or rule["remote_group_id"] in self.groups
             assert rule["remote_group_id"] is None or rule["remote_ip_prefix"] is None
-            same = [r for r in group["security_group_rules"]
-                    if all(r.get(k) == rule.get(k) for k in ("direction", "protocol", "port_range_min",
-                                                           "port_range_max", "remote_ip_prefix", "remote_group_id"))]
+            keys = ("direction", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id")
+            same = [r for r in group["security_group_rules"] if all(r.get(k) == rule.get(k) for k in keys)]
             if same:
                 raise BaseHTTPError(409, "Security group rule already exists. Rule id is %s." % same[0]["id"])
             rule = dict(rule, id="rule-%d" % next(self._ids), ethertype="IPv4", tenant_id=self.TENANT)
@@ -532,7 +533,10 @@ def test_gce_node_kwargs_tag_the_node_and_give_the_login_user_the_key(gce):
 def test_gce_no_internal_ports_opens_no_port_between_nodes(gce):
     gce_access(gce, ports=[]).present(PUBKEY)
 
+    # No internal rule at all (GCE reads an empty port list as every port), and the SSH rule names its ports.
+    assert [firewall["name"] for firewall in gce.firewalls.values()] == [NAME + "-ssh"]
     for firewall in gce.firewalls.values():
+        assert firewall["allowed"], "%s allows nothing" % firewall["name"]
         for allowed in firewall["allowed"]:
             assert allowed.get("ports"), "%s lets every %s port in" % (firewall["name"], allowed["IPProtocol"])
 
@@ -1209,7 +1213,7 @@ def test_retry_while_in_use_retries_then_succeeds(clock):
         if len(attempts) < 3:
             raise RuntimeError("DependencyViolation: resource sg-1 has a dependent object")
 
-    _access._retry_while_in_use(delete, "security group tfdist-demo (sg-1)")
+    _access.retry_while_in_use(delete, "security group tfdist-demo (sg-1)")
 
     assert len(attempts) == 3 and clock.sleeps == [_access.DELETE_RETRY_PERIOD] * 2
 
@@ -1220,7 +1224,7 @@ def test_retry_while_in_use_gives_up_after_the_timeout(clock):
 
     with pytest.raises(TfdistCloudError,
                        match=r"could not remove security group tfdist-demo \(sg-1\): DependencyViolation"):
-        _access._retry_while_in_use(delete, "security group tfdist-demo (sg-1)", timeout=12)
+        _access.retry_while_in_use(delete, "security group tfdist-demo (sg-1)", timeout=12)
 
     assert 12 <= sum(clock.sleeps) < 12 + _access.DELETE_RETRY_PERIOD
 

@@ -1,10 +1,12 @@
-"""The shared libcloud helpers: driver factory, credentials, tags and node dicts."""
+"""What tfdist does with any cloud (module_utils/_libcloud.py): driver factory, credentials, tags and node dicts,
+with the per-cloud declarations of the _cloud_*.py files as the registry (_clouds.py) holds them."""
 
 import pytest
 from libcloud.compute.base import Node, NodeLocation
 from libcloud.compute.drivers.dummy import DummyNodeDriver
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
+from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds, _libcloud
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     TfdistCloudError,
     get_driver,
@@ -14,8 +16,8 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     pick_address,
     register_driver,
     tag_create_kwargs,
-    validate_cluster_name,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
 
 AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION")
 
@@ -115,7 +117,7 @@ def test_valid_cluster_names(name):
 
 @pytest.mark.parametrize("name", ["", "7up", "Upper", "under_score", "trailing.dot", "x" * 41, None])
 def test_invalid_cluster_names_name_the_field(name):
-    with pytest.raises(TfdistCloudError, match=r"^clusters\[0\]: "):
+    with pytest.raises(ClusterError, match=r"^clusters\[0\]: "):
         validate_cluster_name(name, field="clusters[0]")
 
 
@@ -167,17 +169,19 @@ def test_pick_address_prefers_the_kind_asked_then_falls_back():
     assert pick_address([], [], "public") is None
 
 
-def test_create_nodes_uses_a_registered_batch_creator(cloud, monkeypatch):
-    monkeypatch.setitem(_libcloud._BATCH_CREATORS, "dummy",
-                        lambda driver, connect, requests: ["batched"] * len(requests))
+def batched(driver, connect, requests):
+    return ["batched"] * len(requests)
+
+
+def test_create_nodes_uses_the_batch_create_of_the_cloud(cloud, monkeypatch):
+    monkeypatch.setitem(_clouds.PROVIDERS, "dummy", CloudProvider("dummy", batch_create=batched))
     same_shape = [{"name": "a", "size": "s"}, {"name": "b", "size": "s"}]
 
     assert _libcloud.create_nodes(get_driver("fake"), None, same_shape) == ["batched", "batched"]
 
 
 def test_create_nodes_does_not_batch_requests_of_different_shapes(cloud, monkeypatch):
-    monkeypatch.setitem(_libcloud._BATCH_CREATORS, "dummy",
-                        lambda driver, connect, requests: ["batched"] * len(requests))
+    monkeypatch.setitem(_clouds.PROVIDERS, "dummy", CloudProvider("dummy", batch_create=batched))
     driver = get_driver("fake")
     requests = [{"name": "c-worker-0", "size": driver.list_sizes()[0], "image": driver.list_images()[0]},
                 {"name": "c-worker-1", "size": driver.list_sizes()[1], "image": driver.list_images()[0]}]

@@ -12,7 +12,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
+from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import register_driver
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_access
 
@@ -44,7 +44,7 @@ def ec2():
 
     register_driver(PROVIDER, connect)
     yield cloud
-    _libcloud._DRIVERS.pop(PROVIDER, None)
+    _clouds.PROVIDERS.pop(PROVIDER, None)
 
 
 @pytest.fixture

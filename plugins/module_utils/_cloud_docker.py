@@ -1,11 +1,12 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
 
-"""A libcloud compute driver whose nodes are Docker containers reached over SSH like VMs (provider `docker`).
+"""The local Docker Engine as a cloud (provider `docker`): a libcloud driver whose nodes are containers reached
+over SSH like VMs. No credentials (the socket's permissions apply), no region, no key pair or firewall of its own.
 
-Each node is a container of a local image (see scripts/build-node-image.sh) running sshd, attached only to a
-user-defined bridge network of its cluster (`tfdist-<cluster>`), with no published ports: the host reaches it
-on its bridge IP, the other nodes on the same network on any port. Containers and networks carry the label
+Each node is a container of a local image (`make images` builds tfdist's) running sshd, attached only to a
+user-defined bridge network of its cluster (`tfdist-<cluster>`), with no published ports: the host reaches
+it on its bridge IP, the other nodes on the same network on any port. Containers and networks carry the label
 `tfdist.managed=true`; the driver lists, changes and removes nothing else.
 
 Private to the collection (leading underscore): the API may change between releases.
@@ -19,7 +20,8 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TAG_CLUSTER, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
 
 try:
     import docker
@@ -34,7 +36,7 @@ else:
 try:
     from libcloud.compute.base import Node, NodeAuthSSHKey, NodeDriver, NodeImage, NodeLocation, NodeSize
 except ImportError:
-    NodeDriver = object  # _libcloud reports the missing library before any driver is built
+    NodeDriver = object  # the modules report the missing library before any driver is built
 
 MANAGED_LABEL = 'tfdist.managed'
 SIZE_LABEL = 'tfdist.size'
@@ -281,3 +283,6 @@ class DockerNodeDriver(NodeDriver):
                 # A container joined it meanwhile (another run): it is still in use, so it stays.
                 if 'active endpoints' not in str(e):
                     raise
+
+
+PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata')

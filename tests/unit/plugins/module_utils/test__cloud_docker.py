@@ -1,4 +1,5 @@
-"""The docker libcloud driver against an in-memory fake of the Docker Engine API (the real one: tests/integration)."""
+"""The docker cloud (module_utils/_cloud_docker.py): its libcloud driver against an in-memory fake of the Docker Engine
+API (the real one: tests/integration/test_cloud_docker.py)."""
 
 import itertools
 import json
@@ -7,18 +8,18 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from docker.errors import APIError, DockerException, NotFound
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _docker_driver
-from ansible_collections.tfdist.cluster.plugins.module_utils._docker_driver import (
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cloud_docker
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_docker import (
     GIB,
     DockerNodeDriver,
     network_name,
     node_state,
     size_limits,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import node_tags
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     NodeIdentity,
     TfdistCloudError,
-    cluster_tags,
     get_driver,
     node_identity,
     tag_arg,
@@ -127,8 +128,8 @@ def engine(monkeypatch):
         client.base_urls.append(base_url)
         return client
 
-    monkeypatch.setattr(_docker_driver.docker, "from_env", lambda timeout=None: client)
-    monkeypatch.setattr(_docker_driver.docker, "DockerClient", docker_client)
+    monkeypatch.setattr(_cloud_docker.docker, "from_env", lambda timeout=None: client)
+    monkeypatch.setattr(_cloud_docker.docker, "DockerClient", docker_client)
     return client
 
 
@@ -139,7 +140,7 @@ def driver(engine):
 
 def create(driver, cluster="tfdist", role="worker", index=0, size="small", **kwargs):
     return driver.create_node(name="%s-%s-%d" % (cluster, role, index), size=size, image="tfdist/node:bookworm",
-                              ex_metadata=cluster_tags(cluster, role, index), **kwargs)
+                              ex_metadata=node_tags(cluster, role, index), **kwargs)
 
 
 def test_provider_docker_needs_no_credentials_and_takes_the_engine_url(engine):
@@ -155,13 +156,13 @@ def test_unreachable_engine_says_how_to_start_it(monkeypatch):
     def refuse(timeout=None):
         raise DockerException("Error while fetching server API version: connection refused")
 
-    monkeypatch.setattr(_docker_driver.docker, "from_env", refuse)
+    monkeypatch.setattr(_cloud_docker.docker, "from_env", refuse)
     with pytest.raises(TfdistCloudError, match="Cannot reach the Docker engine.*ensure-docker.sh"):
         get_driver("docker")
 
 
 def test_missing_docker_sdk_names_the_library(monkeypatch):
-    monkeypatch.setattr(_docker_driver, "HAS_DOCKER", False)
+    monkeypatch.setattr(_cloud_docker, "HAS_DOCKER", False)
     with pytest.raises(TfdistCloudError, match=r"required Python library \(docker\)"):
         get_driver("docker")
 
@@ -192,7 +193,7 @@ def test_a_container_that_cannot_start_is_not_left_behind(driver, engine):
 
     with pytest.raises(APIError, match="cannot start"):
         driver.create_node(name="tfdist-worker-0", size="small", image="broken:latest",
-                           ex_metadata=cluster_tags("tfdist", "worker", 0))
+                           ex_metadata=node_tags("tfdist", "worker", 0))
 
     assert driver.list_nodes() == []
 
@@ -249,7 +250,7 @@ def test_list_nodes_is_one_call_for_managed_containers_only(driver, engine):
         create(driver, index=index)
     engine.api.add_container("tfdist/node:bookworm", "sh", "tfdist-worker-9", "tfdist-tfdist", {"x": "y"})  # not ours
     engine.api.add_container("tfdist/node:bookworm", "sh", "tfdist-chief-0", "tfdist-tfdist",
-                   dict(cluster_tags("tfdist", "chief", 0), **{"tfdist.managed": "true"}), state="exited")
+                             dict(node_tags("tfdist", "chief", 0), **{"tfdist.managed": "true"}), state="exited")
     engine.api.calls.clear()
 
     nodes = driver.list_nodes()

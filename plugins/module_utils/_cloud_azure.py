@@ -1,0 +1,146 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""Microsoft Azure Resource Manager (libcloud provider `azure_arm`): service-principal credentials, location,
+tags, marketplace image URNs, and the cluster's network security group on a subnet of its own.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+
+# Constructor argument -> (credentials key, environment variables, required).
+CREDENTIALS = {
+    'tenant_id': ('tenant_id', ('AZURE_TENANT_ID',), True),
+    'subscription_id': ('subscription_id', ('AZURE_SUBSCRIPTION_ID',), True),
+    'key': ('client_id', ('AZURE_CLIENT_ID',), True),
+    'secret': ('secret', ('AZURE_SECRET',), True),
+}
+
+
+def list_images(driver, wanted):
+    """Marketplace images given as publisher:offer:sku:version URNs, made without a call (listing them takes many)."""
+    from libcloud.compute.drivers.azure_arm import AzureImage
+    location = getattr(driver.default_location, 'id', None)
+    return [AzureImage(*reversed(value.split(':')), location=location, driver=driver)
+            for value in wanted if len(str(value).split(':')) == 4]
+
+
+class AzureAccess(ClusterAccess):
+    """A network security group tfdist-<cluster>, tagged, on a subnet of its own in the given virtual network.
+
+    Azure lets the whole virtual network in by default (AllowVnetInBound), so the group denies it
+    explicitly and lets in only the cluster's own subnet. The key goes in at node creation.
+    """
+
+    NSG_API = '2023-09-01'
+
+    def _nsg_path(self):
+        return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s'
+                % (self.driver.subscription_id, self._option('resource_group'), self.name))
+
+    def _subnet_path(self):
+        return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s'
+                % (self.driver.subscription_id, self._option('resource_group'), self._option('network'), self.name))
+
+    def _option(self, key):
+        if not self.options.get(key):
+            raise TfdistCloudError('options.%s is required on azure_arm (the profile\'s libcloud_access_options)' % key)
+        return self.options[key]
+
+    def _get(self, path):
+        from libcloud.common.exceptions import BaseHTTPError
+        try:
+            return self.driver.connection.request(path, params={'api-version': self.NSG_API}).object
+        except BaseHTTPError as e:
+            if getattr(e, 'code', None) == 404:
+                return None
+            raise
+
+    def _put(self, path, body):
+        self.driver.connection.request(path, params={'api-version': self.NSG_API}, data=body, method='PUT')
+
+    def _rules(self):
+        prefix = self._option('subnet_prefix')
+
+        def rule(name, priority, access, **fields):
+            properties = {'priority': priority, 'direction': 'Inbound', 'access': access,
+                          'protocol': 'Tcp' if access == 'Allow' else '*', 'sourcePortRange': '*',
+                          'destinationAddressPrefix': '*'}
+            properties.update(fields)
+            return {'name': name, 'properties': properties}
+        return [rule('tfdist-ssh', 100, 'Allow', sourceAddressPrefixes=self.ssh_cidrs,
+                     destinationPortRanges=[port_text(*r) for r in self.public]),
+                rule('tfdist-internal', 110, 'Allow', sourceAddressPrefixes=[prefix],
+                     destinationPortRanges=[port_text(*r) for r in self.ports]),
+                # ARM takes a service tag or '*' only in the singular fields.
+                rule('tfdist-deny-vnet', 4000, 'Deny', sourceAddressPrefix='VirtualNetwork', destinationPortRange='*')]
+
+    @staticmethod
+    def _rule_view(rules):
+        keys = ('priority', 'direction', 'access', 'protocol', 'sourceAddressPrefix', 'sourceAddressPrefixes',
+                'destinationPortRange', 'destinationPortRanges')
+        # ARM answers an unused field as '' or [] (or leaves it out): all the same here.
+        return sorted((r['name'], tuple((k, str(r['properties'].get(k) or None)) for k in keys)) for r in rules or [])
+
+    def present(self, public_key, check_mode=False):
+        location = self._option('location')
+        for key in ('resource_group', 'network', 'subnet_prefix'):
+            self._option(key)
+        nsg = self._get(self._nsg_path())
+        wanted = self._rules()
+        if nsg is None or self._rule_view(nsg.get('properties', {}).get('securityRules')) != self._rule_view(wanted):
+            self.changed('network security group %s' % self.name)
+            if not check_mode:
+                self._put(self._nsg_path(), {'location': location, 'tags': {TAG_CLUSTER: self.cluster},
+                                             'properties': {'securityRules': wanted}})
+        subnet = self._get(self._subnet_path())
+        properties = (subnet or {}).get('properties', {})
+        behind = str((properties.get('networkSecurityGroup') or {}).get('id', '')).lower() == self._nsg_path().lower()
+        if subnet is None or not behind or properties.get('addressPrefix') != self._option('subnet_prefix'):
+            self.changed('subnet %s' % self.name)
+            if not check_mode:
+                self._put(self._subnet_path(), {'properties': {
+                    'addressPrefix': self._option('subnet_prefix'),
+                    'networkSecurityGroup': {'id': self._nsg_path()}}})
+        facts = self.facts(self._nsg_path())
+        facts['public_key'] = public_key
+        return facts
+
+    def absent(self, check_mode=False):
+        from libcloud.common.exceptions import BaseHTTPError
+        for what, path in (('subnet', self._subnet_path()), ('network security group', self._nsg_path())):
+            if self._get(path) is None:
+                continue
+            self.changed('%s %s' % (what, self.name))
+            if not check_mode:
+                def delete(path=path):
+                    try:
+                        self.driver.connection.request(path, params={'api-version': self.NSG_API}, method='DELETE')
+                    except BaseHTTPError as e:
+                        raise RuntimeError('%s' % e)
+                    return True
+                retry_while_in_use(delete, '%s %s' % (what, self.name))
+
+    @staticmethod
+    def node_kwargs(driver, access):
+        from libcloud.compute.base import NodeAuthSSHKey
+        options = access['options']
+        # libcloud builds the subnet id from the virtual network's name (create_node's ex_network is a str).
+        return {'auth': NodeAuthSSHKey(access['public_key']), 'ex_user_name': access['ssh_user'],
+                'ex_resource_group': options['resource_group'], 'ex_network': options['network'],
+                'ex_subnet': access['name'],
+                'ex_use_managed_disks': True}
+
+
+PROVIDER = CloudProvider(
+    'azure_arm',
+    credentials=CREDENTIALS,
+    tag_arg='ex_tags',
+    list_images=list_images,
+    access=AzureAccess,
+)

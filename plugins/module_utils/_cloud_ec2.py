@@ -1,0 +1,228 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""Amazon EC2 (libcloud provider `ec2`): credentials, region, tags, batched create and destroy, image lookup,
+and the cluster's key pair and security group.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError, run_parallel
+
+# Constructor argument -> (credentials key, environment variables, required).
+CREDENTIALS = {
+    'key': ('access_key', ('AWS_ACCESS_KEY_ID',), True),
+    'secret': ('secret_key', ('AWS_SECRET_ACCESS_KEY',), True),
+    'token': ('session_token', ('AWS_SESSION_TOKEN',), False),
+}
+REGION_ENV = ('AWS_DEFAULT_REGION', 'AWS_REGION')
+
+# Tag value of nodes made by one batched call, before each gets its own name and index.
+PENDING_INDEX = 'pending'
+
+
+def list_images(driver, wanted):
+    """The images with the wanted AMI ids or names: listing every image means every public AMI (minutes)."""
+    images = []
+    ids = [value for value in wanted if str(value).startswith('ami-')]
+    names = [value for value in wanted if value not in ids]
+    for image_id in ids:
+        try:
+            images += driver.list_images(ex_image_ids=[image_id])
+        except Exception as e:  # an unknown id is an error on EC2; find_by_id_or_name names the field
+            if 'InvalidAMIID' not in str(e) and getattr(e, 'code', None) != 400:
+                raise
+    if names:
+        images += driver.list_images(ex_filters={'name': names})
+    return images
+
+
+def batch_create(driver, connect, requests):
+    """One RunInstances for all requests (same size, image and arguments), then each node named and numbered.
+
+    Nodes come up tagged with the cluster and role, and index `pending` until numbered, so an interruption
+    leaves nodes that the next run (or destroy) recognises and removes.
+    """
+    first = dict(requests[0])
+    tags = dict(first.get('ex_metadata') or {}, **{TAG_INDEX: PENDING_INDEX})
+    first.update(name='%s-%s-%s' % (tags.get(TAG_CLUSTER), tags.get(TAG_ROLE), PENDING_INDEX), ex_metadata=tags,
+                 ex_mincount=len(requests), ex_maxcount=len(requests))
+    try:
+        nodes = driver.create_node(**first)
+    except Exception as e:
+        return [e] * len(requests)
+    nodes = nodes if isinstance(nodes, list) else [nodes]
+
+    def number(drv, pair):
+        node, request = pair
+        own = dict(request.get('ex_metadata') or {}, Name=request['name'])
+        drv.ex_create_tags(node, own)
+        node.name = request['name']
+        node.extra['tags'] = dict(node.extra.get('tags') or {}, **own)
+        return node
+
+    results = run_parallel(connect, number, list(zip(nodes, requests)))
+    unnumbered = [node for node, result in zip(nodes, results) if isinstance(result, Exception)]
+    if unnumbered:
+        batch_destroy(connect(), unnumbered)
+    return results + [TfdistCloudError('the cloud started %d nodes instead of %d' % (len(nodes), len(requests)))] \
+        * (len(requests) - len(nodes))
+
+
+def batch_destroy(driver, nodes):
+    """One TerminateInstances for all nodes (EC2 takes many InstanceId.N): None per node, or the exception."""
+    params = {'Action': 'TerminateInstances'}
+    params.update(('InstanceId.%d' % (n + 1), node.id) for n, node in enumerate(nodes))
+    try:
+        driver.connection.request(driver.path, params=params)
+    except Exception as e:
+        return [e] * len(nodes)
+    return [None] * len(nodes)
+
+
+class Ec2Access(ClusterAccess):
+    """A key pair and a security group named tfdist-<cluster>, both tagged tfdist_cluster=<cluster>."""
+
+    def _tag_filter(self):
+        return {'tag:%s' % TAG_CLUSTER: self.cluster}
+
+    def _request(self, params):
+        return self.driver.connection.request(self.driver.path, params=params).object
+
+    def _key_pairs(self):
+        """Names of the cluster's key pairs: tagged with the cluster or named after it (imported untagged)."""
+        from libcloud.utils.xml import findall, findtext
+        from libcloud.compute.drivers.ec2 import NAMESPACE
+        names = set()
+        for params in ({'Action': 'DescribeKeyPairs', 'Filter.1.Name': 'tag:%s' % TAG_CLUSTER,
+                        'Filter.1.Value.1': self.cluster},
+                       {'Action': 'DescribeKeyPairs', 'Filter.1.Name': 'key-name', 'Filter.1.Value.1': self.name}):
+            for item in findall(self._request(params), 'keySet/item', NAMESPACE):
+                names.add(findtext(item, 'keyName', NAMESPACE))
+        return sorted(names)
+
+    def _groups(self):
+        found = dict((g.id, g) for g in self.driver.ex_get_security_groups(filters=self._tag_filter()))
+        for group in self.driver.ex_get_security_groups(filters={'group-name': self.name}):
+            found.setdefault(group.id, group)
+        vpc_id = self.options.get('vpc_id')
+        return [g for g in found.values() if not vpc_id or g.extra.get('vpc_id') in (None, vpc_id)]
+
+    def present(self, public_key, check_mode=False):
+        if self.name not in self._key_pairs():
+            self.changed('key pair %s' % self.name)
+            if not check_mode:
+                import base64
+                # ImportKeyPair with a tag specification: libcloud's import_key_pair_from_string tags nothing.
+                self._request({'Action': 'ImportKeyPair', 'KeyName': self.name,
+                               'PublicKeyMaterial': base64.b64encode(public_key.encode()).decode(),
+                               'TagSpecification.1.ResourceType': 'key-pair',
+                               'TagSpecification.1.Tag.1.Key': TAG_CLUSTER,
+                               'TagSpecification.1.Tag.1.Value': self.cluster})
+        groups = [g for g in self._groups() if g.name == self.name]
+        if groups:
+            group = groups[0]
+        elif check_mode:
+            self.changed('security group %s' % self.name)
+            return self.facts()
+        else:
+            self.changed('security group %s' % self.name)
+            created = self.driver.ex_create_security_group(
+                self.name, 'tfdist cluster %s: SSH from the controller, TF and HDFS within' % self.cluster,
+                vpc_id=self.options.get('vpc_id'))
+            self.driver.ex_create_tags(SimpleNamespace(id=created['group_id']), {TAG_CLUSTER: self.cluster})
+            group = self.driver.ex_get_security_groups(group_ids=[created['group_id']])[0]
+        self._sync_rules(group, check_mode)
+        return self.facts(group.id)
+
+    def _wanted_rules(self, group_id):
+        rules = set(('cidr', low, high, cidr) for cidr in self.ssh_cidrs for low, high in self.public)
+        rules.update(('group', low, high, group_id) for low, high in self.ports)
+        return rules
+
+    @staticmethod
+    def _current_rules(group):
+        rules = set()
+        for rule in group.ingress_rules:
+            if rule.get('protocol') != 'tcp':
+                # AWS revokes a rule only when given its protocol, ports and source.
+                sources = ([('cidr', cidr) for cidr in rule.get('cidr_ips') or []]
+                           + [('group', pair['group_id']) for pair in rule.get('group_pairs') or []])
+                rules.update(('other', rule.get('protocol'), rule.get('from_port'), rule.get('to_port'), source)
+                             for source in sources)
+                continue
+            low, high = int(rule['from_port']), int(rule['to_port'])
+            rules.update(('cidr', low, high, cidr) for cidr in rule.get('cidr_ips') or [])
+            rules.update(('group', low, high, pair['group_id']) for pair in rule.get('group_pairs') or [])
+        return rules
+
+    @staticmethod
+    def _source(kind, source):
+        """The keyword arguments of libcloud's ingress calls for a rule from a CIDR or from a group."""
+        return {'cidr_ips': [source]} if kind == 'cidr' else {'group_pairs': [{'group_id': source}]}
+
+    def _sync_rules(self, group, check_mode):
+        wanted, current = self._wanted_rules(group.id), self._current_rules(group)
+        for rule in sorted(wanted - current, key=str):
+            kind, low, high, source = rule
+            self.changed('allow tcp %s from %s' % (port_text(low, high), source))
+            if not check_mode:
+                self.driver.ex_authorize_security_group_ingress(group.id, low, high, **self._source(kind, source))
+        # Anything else opens the cluster wider than asked (a hand-made rule, an old controller address).
+        for rule in sorted(current - wanted, key=str):
+            if rule[0] == 'other':
+                protocol, low, high, (kind, source) = rule[1:]
+                self.changed('revoke %s%s from %s' % (protocol, '' if low is None else ' %s-%s' % (low, high), source))
+                if not check_mode:
+                    params = {'Action': 'RevokeSecurityGroupIngress', 'GroupId': group.id,
+                              'IpPermissions.1.IpProtocol': protocol}
+                    if low is not None:
+                        params.update({'IpPermissions.1.FromPort': low, 'IpPermissions.1.ToPort': high})
+                    params['IpPermissions.1.IpRanges.1.CidrIp' if kind == 'cidr'
+                           else 'IpPermissions.1.Groups.1.GroupId'] = source
+                    self._request(params)
+                continue
+            kind, low, high, source = rule
+            self.changed('revoke tcp %s from %s' % (port_text(low, high), source))
+            if not check_mode:
+                self.driver.ex_revoke_security_group_ingress(group.id, low, high, **self._source(kind, source))
+
+    def absent(self, check_mode=False):
+        for key in self._key_pairs():
+            self.changed('key pair %s' % key)
+            if not check_mode:
+                self._request({'Action': 'DeleteKeyPair', 'KeyName': key})
+        for group in self._groups():
+            self.changed('security group %s (%s)' % (group.name, group.id))
+            if not check_mode:
+                retry_while_in_use(lambda: self.driver.ex_delete_security_group_by_id(group.id),
+                                   'security group %s (%s)' % (group.name, group.id))
+
+    @staticmethod
+    def node_kwargs(driver, access):
+        kwargs = {'ex_keyname': access['name']}
+        # In a chosen subnet EC2 wants group ids; in the default VPC the name is enough.
+        if access['options'].get('subnet_id'):
+            kwargs['ex_subnet'] = SimpleNamespace(id=access['options']['subnet_id'])
+            kwargs['ex_security_group_ids'] = [access['firewall_id']]
+        else:
+            kwargs['ex_securitygroup'] = [access['name']]
+        return kwargs
+
+
+PROVIDER = CloudProvider(
+    'ec2',
+    credentials=CREDENTIALS,
+    region_env=REGION_ENV,
+    tag_arg='ex_metadata',
+    list_images=list_images,
+    batch_create=batch_create,
+    batch_destroy=batch_destroy,
+    access=Ec2Access,
+)

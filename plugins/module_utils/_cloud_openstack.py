@@ -1,0 +1,100 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""OpenStack (libcloud provider `openstack`): credentials from the openrc environment, region, tags as metadata,
+and the cluster's key pair and security group.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+
+# Constructor argument -> (credentials key, environment variables, required).
+CREDENTIALS = {
+    'key': ('username', ('OS_USERNAME',), True),
+    'secret': ('password', ('OS_PASSWORD',), True),
+    'ex_force_auth_url': ('auth_url', ('OS_AUTH_URL',), True),
+    'ex_tenant_name': ('project_name', ('OS_PROJECT_NAME', 'OS_TENANT_NAME'), True),
+    'ex_domain_name': ('user_domain_name', ('OS_USER_DOMAIN_NAME',), False),
+}
+
+
+class OpenStackAccess(ClusterAccess):
+    """A key pair and a security group named tfdist-<cluster> (OpenStack keeps no tags on either)."""
+
+    def _group(self):
+        groups = [g for g in self.driver.ex_list_security_groups() if g.name == self.name]
+        return groups[0] if groups else None
+
+    def _key(self):
+        return [k for k in self.driver.list_key_pairs() if k.name == self.name]
+
+    def present(self, public_key, check_mode=False):
+        if not self._key():
+            self.changed('key pair %s' % self.name)
+            if not check_mode:
+                self.driver.import_key_pair_from_string(self.name, public_key)
+        group = self._group()
+        if group is None:
+            self.changed('security group %s' % self.name)
+            if check_mode:
+                return self.facts()
+            group = self.driver.ex_create_security_group(
+                self.name, '%s=%s: SSH from the controller, TF and HDFS within' % (TAG_CLUSTER, self.cluster))
+        wanted = set(('cidr', low, high, cidr) for cidr in self.ssh_cidrs for low, high in self.public)
+        wanted.update(('group', low, high, group.id) for low, high in self.ports)
+        current = {}
+        for rule in group.rules:
+            if rule.ip_protocol == 'tcp' and rule.from_port is not None:
+                # libcloud gives the remote group as {'name': <group id (neutron) or name (nova)>, 'tenant_id': ...}.
+                remote = rule.group.get('name') if isinstance(rule.group, dict) else rule.group
+                source = ('group', remote) if remote else ('cidr', rule.ip_range)
+                # Neutron names the remote group by id, nova by name.
+                source_id = group.id if source[0] == 'group' and source[1] in (group.id, group.name) else source[1]
+                current[(source[0], int(rule.from_port), int(rule.to_port), source_id)] = rule
+        for kind, low, high, source in sorted(wanted - set(current), key=str):
+            self.changed('allow tcp %s from %s' % (port_text(low, high), source))
+            if not check_mode:
+                source_kwargs = {'cidr': source} if kind == 'cidr' else {'source_security_group': group}
+                self.driver.ex_create_security_group_rule(group, 'tcp', low, high, **source_kwargs)
+        for key in sorted(set(current) - wanted, key=str):
+            self.changed('revoke tcp %s from %s' % (port_text(key[1], key[2]), key[3]))
+            if not check_mode:
+                self.driver.ex_delete_security_group_rule(current[key])
+        return self.facts(group.id)
+
+    def absent(self, check_mode=False):
+        for key in self._key():
+            self.changed('key pair %s' % key.name)
+            if not check_mode:
+                self.driver.delete_key_pair(key)
+        group = self._group()
+        if group is not None:
+            self.changed('security group %s' % group.name)
+            if not check_mode:
+                retry_while_in_use(lambda: self.driver.ex_delete_security_group(group),
+                                   'security group %s' % group.name)
+
+    @staticmethod
+    def node_kwargs(driver, access):
+        groups = [g for g in driver.ex_list_security_groups() if g.id == access['firewall_id']]
+        if not groups:
+            raise TfdistCloudError('security group %s (%s) is gone; run deploy again to recreate it'
+                                   % (access['name'], access['firewall_id']))
+        return {'ex_keyname': access['name'], 'ex_security_groups': groups}
+
+
+PROVIDER = CloudProvider(
+    'openstack',
+    credentials=CREDENTIALS,
+    region_arg='ex_force_service_region',
+    region_env=('OS_REGION_NAME',),
+    # Keystone v3 and the compute API v2: what current clouds speak; driver_options may say otherwise.
+    defaults={'api_version': '2.0', 'ex_force_auth_version': '3.x_password'},
+    tag_arg='ex_metadata',
+    access=OpenStackAccess,
+)

@@ -1,0 +1,86 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""What a cloud file (_cloud_<name>.py) declares about its cloud, and the helpers cloud files share.
+
+Each cloud file ends with one `PROVIDER = CloudProvider(...)`; _clouds.py lists them and _libcloud.py does
+the same thing with any of them. A cloud leaves out what it does not need: the defaults are those of a plain
+libcloud driver.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+# Nodes created concurrently at most; each thread has its own driver, as libcloud drivers are not thread-safe.
+MAX_PARALLEL = 8
+
+
+class TfdistCloudError(Exception):
+    """A configuration problem the user can fix (unknown provider, missing credentials, bad names)."""
+
+
+class CloudProvider:
+    """Everything tfdist knows about one cloud (one libcloud provider).
+
+    name           the libcloud provider (the value of a libcloud Provider constant), also its driver's `type`
+    driver         the NodeDriver class, or its 'package.module.Class' import path; None: libcloud's own driver
+    credentials    {constructor argument: (credentials key, environment variables, required)}; None: the
+                   credentials option goes to the constructor as it is
+    region_arg     the constructor argument that takes the region (GCE: the zone)
+    region_env     environment variables that give the region when none is set
+    defaults       constructor arguments that driver_options may override
+    tag_arg        the create_node argument that stores tags on a node; None: ex_metadata when the driver's
+                   create_node takes it, else the node's name alone identifies it
+    list_images    func(driver, wanted) -> the images among which to find the `wanted` ids or names, fetched
+                   as narrowly as the cloud allows; None: driver.list_images()
+    batch_create   func(driver, connect, requests) -> a Node or an exception per request, made in one call;
+                   `connect` makes a driver for each extra thread
+    batch_destroy  func(driver, nodes) -> None or an exception per node, destroyed in one call
+    access         the ClusterAccess subclass (_access.py) that makes the cluster's key pair and firewall;
+                   None: tfdist makes none on this cloud
+    """
+
+    def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
+                 tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None):
+        self.name = name
+        self.driver = driver
+        self.credentials = credentials
+        self.region_arg = region_arg
+        self.region_env = tuple(region_env)
+        self.defaults = dict(defaults or {})
+        self.tag_arg = tag_arg
+        self.list_images = list_images
+        self.batch_create = batch_create
+        self.batch_destroy = batch_destroy
+        self.access = access
+
+
+def from_env(names):
+    """The value of the first of these environment variables that is set and not empty, else None."""
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+def run_parallel(connect, func, items):
+    """[func(driver, item) or the exception it raised] for each item, in threads that each own a driver."""
+    local = threading.local()
+
+    def call(item):
+        try:
+            if not hasattr(local, 'driver'):
+                local.driver = connect()
+            return func(local.driver, item)
+        except Exception as e:  # reported per item; the caller decides what a failure means
+            return e
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(items), MAX_PARALLEL)) as pool:
+        return list(pool.map(call, items))

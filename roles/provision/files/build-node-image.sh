@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Build the local node images of tfdist's `docker` cloud. No registry is reachable, so nothing is pulled:
+# the base image is a Debian rootfs made by debootstrap and imported, the TF image is built on top of it.
+#
+# Usage: build-node-image.sh [--force] [--base-only]   (roles/provision/files/, run by the provision role for
+#        the docker cloud; scripts/build-node-image.sh and `make images` run it from a checkout)
+#   --force       rebuild the images even when they exist (by default an existing image is kept)
+#   --base-only   build only the base image (what the driver's integration tests need)
+#
+# Images:
+#   $TFDIST_BASE_IMAGE  (tfdist/node:bookworm)   Debian bookworm minbase with python3, sshd, sudo;
+#                                                a container runs sshd and is reached like a VM
+#   $TFDIST_NODE_IMAGE  (tfdist/node-tf:$TFDIST_TF_VERSION, i.e. tfdist/node-tf:2.21.0)
+#                                                the image the docker cloud's nodes run: base +
+#                                                /opt/tfdist/venv with tensorflow-cpu, so that deploys
+#                                                do not download TensorFlow on every node
+# Environment:
+#   TFDIST_TF_VERSION      tensorflow-cpu version for the TF image (2.21.0)
+#   TFDIST_DEBIAN_MIRROR   Debian mirror (default: the first one in this machine's apt sources)
+#   TFDIST_PIP_CACHE       host pip cache, mounted into the TF build (default ~/.cache/pip)
+#   TFDIST_CA_BUNDLE       CA bundle given to pip in the TF build, for TLS-intercepting proxies
+#                          (default /etc/ssl/certs/ca-certificates.crt)
+# Needs root (debootstrap); starts the Docker engine first with ensure-docker.sh (next to this script).
+# Takes about a minute for the base image and a few more for the TF image; cached runs take a second.
+set -euo pipefail
+
+FORCE=0
+BASE_ONLY=0
+for arg in "$@"; do
+    case $arg in
+        --force) FORCE=1 ;;
+        --base-only) BASE_ONLY=1 ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "build-node-image: unknown argument $arg (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+TF_VERSION=${TFDIST_TF_VERSION:-2.21.0}
+BASE_IMAGE=${TFDIST_BASE_IMAGE:-tfdist/node:bookworm}
+TF_IMAGE=${TFDIST_NODE_IMAGE:-tfdist/node-tf:$TF_VERSION}
+PIP_CACHE=${TFDIST_PIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}
+CA_BUNDLE=${TFDIST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+SUITE=bookworm
+PACKAGES=python3,python3-apt,python3-venv,python3-pip,sudo,procps,openssh-server,ca-certificates,iproute2
+# Each container makes its own host keys (the image must not ship shared ones), then runs sshd.
+SSHD_CMD='CMD ["/bin/sh", "-c", "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -D -e"]'
+
+START=$SECONDS
+say() { echo "build-node-image: [$((SECONDS - START))s] $*"; }
+err() { echo "build-node-image: $*" >&2; }
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+debian_mirror() {
+    if [ -n "${TFDIST_DEBIAN_MIRROR:-}" ]; then echo "$TFDIST_DEBIAN_MIRROR"; return; fi
+    local uri
+    # deb822 sources first (Debian 12 default), then one-line sources; security mirrors do not hold the suite.
+    uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | tr ' ' '\n' |
+          grep -v -e security -e '^$' | head -n 1 || true)
+    if [ -z "$uri" ]; then
+        uri=$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]\+\).*/\2/p' \
+              /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1 || true)
+    fi
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+
+build_base() {
+    command -v debootstrap >/dev/null || {
+        say "installing debootstrap"
+        local out
+        if ! out=$(apt-get update -qq 2>&1 &&
+                   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 debootstrap 2>&1); then
+            echo "$out" >&2
+            err "installing debootstrap failed"
+            exit 1
+        fi
+    }
+    local mirror rootfs
+    mirror=$(debian_mirror)
+    rootfs=$(mktemp -d /var/tmp/tfdist-rootfs.XXXXXX)
+    trap 'rm -rf "$rootfs"' EXIT
+    say "debootstrap $SUITE from $mirror (about 40-60 s)"
+    if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" \
+            >"$rootfs.log" 2>&1; then
+        tail -n 30 "$rootfs.log" >&2
+        err "debootstrap failed (full log: $rootfs.log)"
+        exit 1
+    fi
+    rm -f "$rootfs.log"
+    # Smaller image; no host keys or machine id shared by every container.
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/etc/ssh/ssh_host_*
+    : >"$rootfs/etc/machine-id"
+    say "importing $BASE_IMAGE"
+    tar -C "$rootfs" -c . | docker import --change "$SSHD_CMD" --change 'ENV LANG=C.UTF-8' \
+        --message "tfdist node: debian $SUITE minbase" - "$BASE_IMAGE" >/dev/null
+    rm -rf "$rootfs"
+    trap - EXIT
+}
+
+build_tf() {
+    local builder=tfdist-build-tf-$$
+    mkdir -p "$PIP_CACHE"
+    [ -r "$CA_BUNDLE" ] || { err "CA bundle $CA_BUNDLE not readable (set TFDIST_CA_BUNDLE)"; exit 1; }
+    say "installing tensorflow-cpu==$TF_VERSION into /opt/tfdist/venv (pip cache: $PIP_CACHE)"
+    trap 'docker rm -f "$builder" >/dev/null 2>&1 || true' EXIT
+    # The cache and the CA bundle are bind mounts under /mnt, so neither ends up in the committed image; pip
+    # settings are exported in the script, not `docker run -e`, which `docker commit` would keep.
+    docker run --name "$builder" \
+        -v "$PIP_CACHE:/mnt/pip-cache" -v "$CA_BUNDLE:/mnt/host-ca.crt:ro" \
+        "$BASE_IMAGE" sh -ec "
+            export PIP_CERT=/mnt/host-ca.crt PIP_CACHE_DIR=/mnt/pip-cache
+            export PIP_DISABLE_PIP_VERSION_CHECK=1 TF_CPP_MIN_LOG_LEVEL=2
+            python3 -m venv /opt/tfdist/venv
+            /opt/tfdist/venv/bin/pip install --quiet --cert /mnt/host-ca.crt tensorflow-cpu==$TF_VERSION
+            /opt/tfdist/venv/bin/python -c 'import tensorflow as tf; print(\"tensorflow\", tf.__version__)'"
+    say "committing $TF_IMAGE"
+    docker commit --change "$SSHD_CMD" --change 'ENV LANG=C.UTF-8' \
+        --message "tfdist node: tensorflow-cpu $TF_VERSION in /opt/tfdist/venv" "$builder" "$TF_IMAGE" >/dev/null
+    docker rm "$builder" >/dev/null
+    trap - EXIT
+}
+
+size_of() { docker image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1 / 1e6}'; }
+image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
+
+bash "$(dirname "$0")/ensure-docker.sh"
+
+if [ "$FORCE" = 1 ] || ! have_image "$BASE_IMAGE"; then
+    OLD_BASE=$(image_id "$BASE_IMAGE")
+    build_base
+    say "built $BASE_IMAGE ($(size_of "$BASE_IMAGE"))"
+else
+    say "$BASE_IMAGE exists (--force rebuilds it)"
+fi
+if [ "$BASE_ONLY" = 0 ]; then
+    if [ "$FORCE" = 1 ] || ! have_image "$TF_IMAGE"; then
+        OLD_TF=$(image_id "$TF_IMAGE")
+        build_tf
+        say "built $TF_IMAGE ($(size_of "$TF_IMAGE"))"
+    else
+        say "$TF_IMAGE exists (--force rebuilds it)"
+    fi
+fi
+# A rebuild leaves the previous images untagged: remove them (the TF one first, it is built on the base)
+# unless something still uses them (a container, another tag, a child image), so --force does not fill the disk.
+for old in ${OLD_TF:-} ${OLD_BASE:-}; do
+    if [ "$(docker image inspect --format '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
+        docker rmi "$old" >/dev/null 2>&1 || true
+    fi
+done

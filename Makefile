@@ -96,7 +96,7 @@ $(CHECK_STAMPS)/sanity: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 
 $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_LINK) $(COLLECTION_FILES)
 	$(BIN)/python scripts/check-docs.py
-	$(CHECKS_BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
+	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
 	@mkdir -p $(dir $@) && touch $@
 
 # galaxy-importer on the tarball as Galaxy gets it: ansible-doc, ansible-lint (offline) and its own

@@ -16,7 +16,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -27,6 +27,7 @@ help:
 	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
 	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint"
 	@echo "make importer galaxy-importer accepts the built collection"
+	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
 	@echo "make build    build the Galaxy collection tarball into build/"
 	@echo "make images   start Docker and build the docker cloud's node images"
 
@@ -86,6 +87,7 @@ $(CHECKS_STAMP): requirements-checks.txt
 sanity: $(CHECK_STAMPS)/sanity
 docs: $(CHECK_STAMPS)/docs
 importer: $(CHECK_STAMPS)/importer
+units: $(CHECK_STAMPS)/units
 
 # ansible-test wants the collection under .../ansible_collections/tfdist/cluster in a git tree and
 # downloads get-pip.py from outside the package registries: scripts/ansible-test.sh copies the tree
@@ -94,7 +96,13 @@ $(CHECK_STAMPS)/sanity: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 	PATH=$(CURDIR)/$(BIN):$(CURDIR)/$(CHECKS_BIN):$$PATH scripts/ansible-test.sh sanity --venv --python $(SANITY_PYTHON)
 	@mkdir -p $(dir $@) && touch $@
 
-$(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_LINK) $(COLLECTION_FILES)
+# The same tests pytest runs from tests/unit, as ansible-test runs them: each test context in its own
+# virtualenv with tests/unit/requirements.txt, module tests seeing only ansible.module_utils.
+$(CHECK_STAMPS)/units: $(STAMP) $(COLLECTION_FILES)
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
+	@mkdir -p $(dir $@) && touch $@
+
+$(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
 	$(BIN)/python scripts/check-docs.py
 	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
 	@mkdir -p $(dir $@) && touch $@

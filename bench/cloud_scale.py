@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
 """How do provisioning and the inventory grow with the cluster, in time and in cloud API calls?

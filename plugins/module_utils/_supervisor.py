@@ -510,7 +510,8 @@ def stop(task_dir, timeout=15.0):
 
 
 def _print_json(data):
-    print(json.dumps(data, sort_keys=True))
+    sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    sys.stdout.flush()
 
 
 def main(argv=None):
@@ -578,4 +579,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

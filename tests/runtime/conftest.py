@@ -1,4 +1,4 @@
-"""Runtime tests run the role's real files (train.py.j2, tfdist-supervise) as local processes."""
+"""Runtime tests run the role's real files (train.py.j2, the package tfdist, the supervisor) as local processes."""
 
 import os
 import sys

@@ -2,10 +2,14 @@
 # Apache-2.0 (see LICENSE)
 """Run the training role's real files as a TF cluster of local processes.
 
-Renders roles/training/templates/train.py.j2 once per task (plain Jinja2 with
-StrictUndefined, the variables the role passes) and starts every task through
-roles/training/files/tfdist-supervise with TF_CONFIG, the way a node runs them.
-Used by test_training_runtime.py; also handy by hand:
+What a node gets, made here the way the role makes it: the package tfdist (the training program) laid
+down by the tfdist.cluster.node_package module's own code, and each task's train.py rendered from
+roles/training/templates/train.py.j2 by Ansible's templating, with the role's defaults
+(roles/training/defaults/main.yml), its vars (vars/main.yml) and the variables its "Render the training
+script" task passes; a test only overrides role variables (training_steps...). dataset copied as the
+role's "Copy the dataset" task does. Every task is started through the supervisor
+(plugins/module_utils/_supervisor.py, as a command) with TF_CONFIG, the way a node runs them.
+Used by test_training_runtime.py and test_training_storage.py; also handy by hand:
 
     .venv/bin/python tests/runtime/local_cluster.py /tmp/job --workers 2 --ps 1 --steps 300
 """
@@ -22,9 +26,20 @@ import sys
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TEMPLATE = os.path.join(REPO, "roles", "training", "templates", "train.py.j2")
+ROLE = os.path.join(REPO, "roles", "training")
 SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
-DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
+DIGITS = os.path.join(ROLE, "files", "data", "digits.npz")
+TEMPLATE_TASK = "Render the training script of each task"
+
+
+def _collection_loader():
+    """Plugins by FQCN (the storage_url filter, the node_package module), as tests/conftest.py sets them up."""
+    collections = os.path.join(REPO, ".collections")
+    if collections not in sys.path:
+        sys.path.insert(0, collections)
+        from ansible.plugins.loader import init_plugin_loader
+
+        init_plugin_loader([collections])
 
 
 def free_ports(count):
@@ -54,58 +69,114 @@ def cluster_spec(tasks):
     return spec
 
 
-def render(task, work_dir, task_dir, **training):
-    import jinja2
+def role_variables(work_dir, **training):
+    """The role's defaults and vars, with the test's role variables (training_<key>) on top.
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    with open(TEMPLATE) as f:
-        template = env.from_string(f.read())
-    values = {
-        "training_task": {"type": task["type"], "index": task["index"]},
-        "training_strategy": "parameter_server",
-        "training_steps": 300,
-        "training_batch_size": 64,
-        "training_learning_rate": 0.01,
-        "training_checkpoint_every": 100,
-        "training_data": "builtin:digits",
-        "training_work_dir": work_dir,
-        "training_task_dir": task_dir,
-        "training_hidden_units": [64, 64],
-    }
-    values.update({"training_" + k: v for k, v in training.items()})
-    return template.render(**values)
+    The job folder (__training_work_dir) is work_dir and the package goes to work_dir/lib (on a node:
+    training_home/<cluster> and training_home/lib).
+    """
+    _collection_loader()
+    from ansible.parsing.dataloader import DataLoader
+
+    loader = DataLoader()
+    values = dict(loader.load_from_file(os.path.join(ROLE, "defaults", "main.yml"), trusted_as_template=True))
+    values.update(loader.load_from_file(os.path.join(ROLE, "vars", "main.yml"), trusted_as_template=True))
+    values.update({"training_" + key: value for key, value in training.items()})
+    values.update(role_path=ROLE, playbook_dir=work_dir, __training_work_dir=work_dir,
+                  __training_lib_dir=os.path.join(work_dir, "lib"))
+    return values
+
+
+def template(value, variables):
+    """value (a str is trusted as a template; loaded YAML is already) templated with variables."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, is_trusted_as_template, trust_as_template
+
+    if isinstance(value, str) and not is_trusted_as_template(value):
+        value = trust_as_template(value)
+    return Templar(loader=DataLoader(), variables=variables).template(value)
+
+
+def template_task():
+    """The role's task that renders train.py, loaded as Ansible loads it (its templates trusted)."""
+    from ansible.parsing.dataloader import DataLoader
+
+    tasks = DataLoader().load_from_file(os.path.join(ROLE, "tasks", "main.yml"), trusted_as_template=True)
+    return next(t for t in tasks if t["name"] == TEMPLATE_TASK)
+
+
+def render(task, variables):
+    """The task's train.py, as the role's template task renders it for this task (item)."""
+    with open(os.path.join(ROLE, "templates", "train.py.j2")) as f:
+        source = f.read()
+    values = dict(variables, item=task)
+    values.update({key: template(value, values) for key, value in template_task()["vars"].items()})
+    return template(source, values)
+
+
+def lay_down_package(lib_dir):
+    """The files node_package writes on a node, from the module's own code."""
+    _collection_loader()
+    from ansible_collections.tfdist.cluster.plugins.modules import node_package
+
+    for path, content in node_package.package_files().items():
+        target = os.path.join(lib_dir, node_package.PACKAGE_NAME, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(content)
+
+
+def copy_dataset(variables):
+    """The role's "Copy the dataset" task: a built-in or local dataset goes into the job's data folder."""
+    source = template("{{ __training_data_source }}", variables)
+    if source:
+        target = template("{{ __training_node_data }}", variables)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(source, target)
 
 
 def supervise(*args):
-    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=120, check=False)
     if out.returncode != 0:
-        raise RuntimeError("tfdist-supervise %s failed: %s" % (args[0], out.stderr))
+        raise RuntimeError("the supervisor's %s failed: %s" % (args[0], out.stderr))
     return json.loads(out.stdout)
 
 
-def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
-    """Render and start every task (servers first, chief last); returns {name: task_dir}."""
+def prepare(work_dir, tasks, **training):
+    """The job folder as the role lays it down: the package, the dataset, and per task train.py and tf_config.json.
+
+    Returns {name: task_dir}.
+    """
+    variables = role_variables(work_dir, **training)
+    lay_down_package(variables["__training_lib_dir"])
+    copy_dataset(variables)
     spec = cluster_spec(tasks)
-    chief = next(t for t in tasks if t["type"] == "chief")
     dirs = {}
-    order = {"ps": 0, "worker": 1, "evaluator": 2, "chief": 3}
-    for task in sorted(tasks, key=lambda t: (order[t["type"]], t["index"])):
+    for task in tasks:
         task_dir = os.path.join(work_dir, "tasks", task["name"])
         os.makedirs(task_dir, exist_ok=True)
-        shutil.copy(DIGITS, os.path.join(task_dir, "digits.npz"))
-        script = os.path.join(task_dir, "train.py")
-        with open(script, "w") as f:
-            f.write(render(task, work_dir, task_dir, **training))
+        with open(os.path.join(task_dir, "train.py"), "w") as f:
+            f.write(render(task, variables))
         with open(os.path.join(task_dir, "tf_config.json"), "w") as f:
             json.dump({"cluster": spec, "task": {"type": task["type"], "index": task["index"]}}, f)
+        dirs[task["name"]] = task_dir
+    return dirs
+
+
+def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
+    """Lay down and start every task (servers first, chief last); returns {name: task_dir}."""
+    dirs = prepare(work_dir, tasks, **training)
+    chief = next(t for t in tasks if t["type"] == "chief")
+    order = {"ps": 0, "worker": 1, "evaluator": 2, "chief": 3}
+    for task in sorted(tasks, key=lambda t: (order[t["type"]], t["index"])):
+        task_dir = dirs[task["name"]]
         args = ["start", "--name", task["name"], "--dir", task_dir,
                 "--env-from-file", "TF_CONFIG=%s" % os.path.join(task_dir, "tf_config.json")]
         if task["type"] != "chief":
             # An evaluator ends by itself after the last checkpoint: give it time to read that one.
             grace = gone_grace + 15 if task["type"] == "evaluator" else gone_grace
             args += ["--stop-when-gone", chief["address"], "--gone-grace", str(grace)]
-        supervise(*args, "--", sys.executable, script, *extra_args)
-        dirs[task["name"]] = task_dir
+        supervise(*args, "--", sys.executable, os.path.join(task_dir, "train.py"), *extra_args)
     return dirs
 
 

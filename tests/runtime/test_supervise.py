@@ -24,7 +24,6 @@ def status(task_dir):
     return json.loads(supervise("status", "--dir", task_dir).stdout)
 
 
-
 def wait_until(predicate, timeout=20.0):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -1,5 +1,5 @@
 """Each TF task's GPU: the task.env that roles/training/tasks/main.yml writes, rendered by Ansible's
-templating from the role's own file, and what the task's process then sees under tfdist-supervise.
+templating from the role's own file, and what the task's process then sees under the supervisor.
 
 Several tasks on a host with GPUs (cuda_gpu_count, set by the cuda role): each chief and worker gets
 one GPU, round-robin (CUDA_VISIBLE_DEVICES=<n>), a parameter server or evaluator none
@@ -95,7 +95,7 @@ def task_running(task_dir):
 
 
 def test_the_task_process_sees_its_device(tmp_path):
-    """task.env through tfdist-supervise: a worker sees its GPU, a parameter server an empty list (not unset)."""
+    """task.env through the supervisor: a worker sees its GPU, a parameter server an empty list (not unset)."""
     env_files = render_env_files(host_tasks("worker-0", "worker-1", "ps-0"), cuda_gpu_count=2)
     seen = {}
     for name in ("worker-1", "ps-0"):

@@ -1,7 +1,8 @@
-"""The training job for real: TF tasks as local processes under tfdist-supervise.
+"""The training job for real: TF tasks as local processes under the supervisor.
 
-Each cluster is rendered from roles/training/templates/train.py.j2 and started with
-TF_CONFIG on free localhost ports, as the training role does on nodes.
+Each cluster is laid down as the training role does it (the package tfdist, each task's train.py rendered
+from roles/training/templates/train.py.j2 with the role's defaults; see local_cluster.py) and started with
+TF_CONFIG on free localhost ports.
 """
 
 import csv
@@ -24,14 +25,13 @@ EXPECTED_RESULT_KEYS = {"steps", "initial_step", "final_loss", "accuracy", "exam
 TIMEOUT = 180
 
 
-
 def read_json(path):
     with open(path) as f:
         return json.load(f)
 
 
 def held_out_digits():
-    """The job's held-out split: seed 42, 20 % (see load_data in train.py.j2)."""
+    """The job's held-out split: seed 42, 20 % (see load_data in plugins/module_utils/train/data.py)."""
     with np.load(lc.DIGITS) as d:
         x, y = d["x"], d["y"]
     order = np.random.RandomState(42).permutation(len(x))
@@ -156,13 +156,11 @@ def test_chief_finishes_when_a_worker_is_killed_mid_run(tmp_path):
     work = tmp_path / "kill"
     dirs = lc.start_cluster(str(work), lc.layout(workers=2, ps=1), gone_grace=3, steps=1500)
     try:
-        deadline = time.time() + TIMEOUT
-        while time.time() < deadline:
-            status = read_json(work / "status.json") if (work / "status.json").exists() else {}
-            if (status.get("step") or 0) >= 200:
-                break
-            time.sleep(0.2)
+        reached = wait_for_step(work, 200, TIMEOUT)
+        # The kill must happen mid-run: after step 200, before the last step.
+        assert 200 <= reached < 1500, "chief at step %s; log:\n%s" % (reached, lc.log_tail(dirs["chief-0"]))
         victim = lc.status(dirs["worker-1"])
+        assert victim["running"], victim
         os.kill(victim["pid"], signal.SIGKILL)
 
         chief = lc.wait_exit(dirs["chief-0"], TIMEOUT)
@@ -176,19 +174,38 @@ def test_chief_finishes_when_a_worker_is_killed_mid_run(tmp_path):
 
 
 def test_bad_data_fails_fast_with_the_reason_in_status_json(tmp_path):
-    tasks = lc.layout(workers=0, ps=0)
-    task_dir = str(tmp_path / "tasks" / "chief-0")
-    os.makedirs(task_dir)
-    script = os.path.join(task_dir, "train.py")
-    with open(script, "w") as f:
-        f.write(lc.render(tasks[0], str(tmp_path), task_dir, data=str(tmp_path / "missing.npz")))
+    dirs = lc.prepare(str(tmp_path), lc.layout(workers=0, ps=0))
+    script = os.path.join(dirs["chief-0"], "train.py")
 
-    out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, script, "--data", str(tmp_path / "missing.npz")],
+                         capture_output=True, text=True, timeout=120, check=False)
 
     assert out.returncode == 1
     assert "missing.npz does not exist" in out.stderr
     status = read_json(tmp_path / "status.json")
     assert status["state"] == "failed" and "missing.npz" in status["error"]
+
+
+def test_a_bad_flag_is_named_and_fails_with_exit_code_2(tmp_path):
+    dirs = lc.prepare(str(tmp_path), lc.layout(workers=0, ps=0))
+
+    out = subprocess.run([sys.executable, os.path.join(dirs["chief-0"], "train.py"), "--steps", "0"],
+                         capture_output=True, text=True, timeout=120, check=False)
+
+    assert out.returncode == 2 and "--steps must be at least 1" in out.stderr
+
+
+def wait_for_step(work, step, timeout):
+    """The chief's step once status.json says it reached `step` (or the last step seen at the timeout)."""
+    deadline = time.time() + timeout
+    seen = 0
+    while time.time() < deadline:
+        status = read_json(work / "status.json") if (work / "status.json").exists() else {}
+        seen = status.get("step") or 0
+        if seen >= step:
+            return seen
+        time.sleep(0.2)
+    return seen
 
 
 def wait_all_ended(dirs, names, timeout):

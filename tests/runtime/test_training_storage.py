@@ -92,18 +92,19 @@ def test_a_bucket_that_does_not_exist_stops_the_job_before_training(bucket, tmp_
     assert chief["returncode"] == 1
     status = read_json(tmp_path / "status.json")
     assert status["state"] == "failed", status
-    assert status["error"] == "--model_url s3://no-such-bucket/m: the bucket 'no-such-bucket' does not exist"
+    assert status["error"] == "--model_url: s3://no-such-bucket/m: the bucket 'no-such-bucket' does not exist"
     assert status["step"] is None  # stopped before training
     assert "no-such-bucket" not in [b["Name"] for b in bucket.list_buckets()["Buckets"]]  # not made on the way
 
 
 def test_tensorboard_gets_the_training_loss_and_the_evaluator_accuracy(tmp_path):
-    work, logdir = tmp_path / "job", tmp_path / "tensorboard"
+    work = tmp_path / "job"
+    logdir = work / "tensorboard"  # where the role points the job with training_tensorboard
     tasks = lc.layout(workers=1, ps=0, evaluators=1)
     dirs = {}
     try:
         dirs = run_job(work, tasks, strategy="multi_worker_mirrored", steps=200, checkpoint_every=50,
-                       tensorboard_dir=str(logdir))
+                       tensorboard=True)
         assert lc.wait_exit(dirs["evaluator-0"], 60)["returncode"] == 0, lc.log_tail(dirs["evaluator-0"])
     finally:
         lc.stop_all(dirs)

@@ -1,0 +1,100 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""One task of the training job, from its command line to its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import traceback
+
+from .._cluster import leads
+from .cli import parse_args, resolve_cluster
+from .data import load_data
+from .progress import Progress, log
+from .results import ensure_folders
+
+
+def main(argv=None, settings=None):
+    """Run this task (chief, worker, ps or evaluator); returns its exit code."""
+    args = parse_args(argv, settings)
+    cluster, job, index = resolve_cluster(args)
+    is_chief = leads(job, index, cluster)
+    os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")  # TF's advice for parameter-server clusters
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    log("task %s:%d, strategy %s, cluster %s" % (job, index, args.strategy, json.dumps(cluster) or "none"))
+
+    if job in ("ps", "worker") and args.strategy == "parameter_server":
+        import tensorflow as tf
+
+        from .strategies import run_server
+
+        return run_server(tf, cluster, job, index)
+
+    os.makedirs(args.work_dir, exist_ok=True)
+    if args.task_dir:
+        os.makedirs(args.task_dir, exist_ok=True)
+    progress = None
+    if is_chief:
+        # A stale result of the previous run must not pass for this run's.
+        try:
+            os.remove(os.path.join(args.work_dir, "result.json"))
+        except FileNotFoundError:
+            pass
+        progress = Progress(args)
+        ensure_folders(args)  # a bad URL stops the job now, not after training
+
+    import numpy as np
+
+    data = load_data(args, np)  # before importing TensorFlow: bad data fails in a second
+    log("data %s: %d train / %d held-out examples, %d features, %d classes" % (
+        data["path"], len(data["x"]), len(data["x_test"]), data["x"].shape[1], data["num_classes"]))
+
+    import tensorflow as tf
+    import keras
+
+    from .evaluator import run_evaluator
+    from .strategies import train_parameter_server, train_synchronous
+
+    if progress:
+        progress.tf = tf
+    if job == "evaluator":
+        return run_evaluator(tf, keras, np, args, data)
+    if args.strategy == "parameter_server" and cluster:
+        return train_parameter_server(tf, keras, np, args, data, cluster, progress)
+    return train_synchronous(tf, keras, np, args, data, cluster, progress)
+
+
+class Terminated(BaseException):
+    """SIGTERM (a stop from the supervisor): leave through the failure path, exit 128+signal."""
+
+
+def on_sigterm(signum, frame):
+    raise Terminated("terminated by signal %d" % signum, 128 + signum)
+
+
+def run(argv=None, settings=None):
+    """The task as a process: main(), a failure written to the chief's status.json, and os._exit with the code."""
+    signal.signal(signal.SIGTERM, on_sigterm)
+    code, why = 1, None
+    try:
+        code = main(argv, settings)
+    except Terminated as stop:
+        why, code = stop.args
+    except SystemExit as error:  # our own clear messages, and argparse's exits
+        code = error.code if isinstance(error.code, int) else 1
+        why = str(error.code)
+    except BaseException as error:
+        traceback.print_exc()
+        why = "%s: %s" % (type(error).__name__, error)
+    if code:
+        sys.stderr.write("[train] %s: %s\n" % ("stopped" if code == 128 + signal.SIGTERM else "FAILED", why))
+        sys.stderr.flush()
+        if Progress.chief is not None:
+            Progress.chief.write("failed", error=why)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: the coordinator's RPC threads can otherwise hold the interpreter at exit.
+    os._exit(code)

@@ -1,0 +1,224 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""The training loops: parameter_server (a coordinator on the chief, servers elsewhere) and multi_worker_mirrored."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+
+from .checkpoints import CheckpointMirror
+from .model import Trainable
+from .progress import log
+from .results import finish
+
+
+def run_server(tf, cluster, job, index):
+    """ps and worker tasks of parameter_server: serve until the supervisor stops us."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # join() blocks in C++: a Python handler would never run
+    server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=index,
+                                  protocol="grpc", start=True)
+    log("%s:%d serving at %s; waiting for the coordinator" % (job, index, cluster[job][index]))
+    server.join()
+    return 0
+
+
+def train_parameter_server(tf, keras, np, args, data, cluster, progress):
+    num_workers, num_ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
+    if not num_workers or not num_ps or "chief" not in cluster:
+        raise SystemExit("parameter_server needs a chief, at least one worker and one ps; cluster is %s"
+                         % json.dumps(cluster))
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc")
+    log("connecting to %d worker(s) and %d ps" % (num_workers, num_ps))
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    state = Trainable(tf, keras, args, data, strategy, io_device="/job:chief/replica:0/task:0/device:CPU:0")
+    if args.checkpoint_url:
+        state.mirror = CheckpointMirror(args.checkpoint_url, state.ckpt_dir)
+    with strategy.scope():
+        # Dataset shards are handed out by a counter on the ps: in TF 2.21 the InputContext of
+        # ParameterServerStrategy says pipeline 0 of 1 on every worker, so it cannot shard.
+        next_shard = tf.Variable(0, dtype=tf.int64, trainable=False, name="next_shard")
+        shard_steps = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False, name="shard_steps")
+    initial = state.restore()
+    progress.begin(initial)
+
+    x, y = data["x"], data["y"]
+
+    def dataset_fn():
+        shard = (next_shard.assign_add(1) - 1) % num_workers  # runs once per worker
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).shard(num_workers, shard)
+        ds = ds.shuffle(min(len(x), 10000)).repeat().batch(args.batch_size, drop_remainder=True)
+        return ds.map(lambda bx, by: (bx, by, shard)).prefetch(2)
+
+    per_worker_iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+    def replica_step(bx, by):
+        with tf.GradientTape() as tape:
+            logits = state.model(bx, training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by, logits=logits))
+        grads = tape.gradient(loss, state.model.trainable_variables)
+        state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))
+        return loss
+
+    @tf.function
+    def train_steps(iterator, num_steps):
+        total, shard = tf.constant(0.0), tf.constant(0, tf.int64)
+        for dummy in tf.range(num_steps):
+            bx, by, shard = next(iterator)
+            total += strategy.run(replica_step, args=(bx, by))
+        state.step.assign_add(num_steps)
+        shard_steps.scatter_add(tf.IndexedSlices(tf.fill([1], tf.cast(num_steps, tf.int64)), tf.reshape(shard, [1])))
+        return total / tf.cast(num_steps, tf.float32)
+
+    # Keep a bounded queue of scheduled functions: enough to keep every worker busy,
+    # few enough that progress, checkpoints and failures are noticed quickly.
+    in_flight = collections.deque()
+    limit = args.max_in_flight * num_workers
+    scheduled = done = initial
+    next_checkpoint = (initial // args.checkpoint_every + 1) * args.checkpoint_every
+    saved_step = initial
+    while scheduled < args.steps or in_flight:
+        if scheduled < args.steps and len(in_flight) < limit:
+            k = min(args.steps_per_execution, args.steps - scheduled)
+            in_flight.append((coordinator.schedule(train_steps, args=(per_worker_iterator, k)), k))
+            scheduled += k
+            continue
+        remote_loss, k = in_flight.popleft()
+        loss = fetch_loss(tf, remote_loss)
+        done += k
+        progress.update(done, loss)
+        if done >= next_checkpoint:
+            saved_step = int(state.step.numpy())
+            state.save(saved_step)
+            next_checkpoint = (done // args.checkpoint_every + 1) * args.checkpoint_every
+    coordinator.join()
+    final_step = int(state.step.numpy())
+    if final_step != saved_step or not state.manager.latest_checkpoint:
+        state.save(final_step)
+    progress.step = final_step
+    progress.flush()
+    extra = {"num_workers": num_workers, "num_ps": num_ps, "worker_steps": [int(s) for s in shard_steps.numpy()]}
+    return finish(keras, np, args, data, state, progress, final_step, extra)
+
+
+def fetch_loss(tf, remote_loss):
+    """The loss a scheduled function returned; None if its worker died after running it.
+
+    The coordinator re-runs functions that a lost worker did not finish, but a finished
+    function's result still lives on its worker: reading it then fails. Errors of the
+    parameter servers are fatal and are raised.
+    """
+    try:
+        return float(remote_loss.fetch())
+    except tf.errors.UnavailableError as e:
+        if type(e).__name__ == "PSUnavailableError" or "/job:ps" in str(e):
+            raise
+        log("a worker went away before its result was read; training goes on (%s)" % str(e).splitlines()[0])
+        return None
+
+
+def broadcast_from_chief(tf, strategy, variables):
+    """Make every worker hold the chief's values (only the chief may have the checkpoint)."""
+    @tf.function
+    def sync():
+        def replica_fn():
+            ctx = tf.distribute.get_replica_context()
+            weight = tf.cast(tf.equal(ctx.replica_id_in_sync_group, 0), tf.float64)
+            return [ctx.all_reduce("sum", tf.cast(v, tf.float64) * weight) for v in variables]
+        values = strategy.run(replica_fn)
+        for v, value in zip(variables, values):
+            v.assign(tf.cast(strategy.experimental_local_results(value)[0], v.dtype))
+    sync()
+
+
+def train_synchronous(tf, keras, np, args, data, cluster, progress):
+    """multi_worker_mirrored (or one process without a cluster): the same loop everywhere.
+
+    progress is None on the tasks other than the chief.
+    """
+    is_chief = progress is not None
+    if cluster:
+        if "ps" in cluster:
+            raise SystemExit("multi_worker_mirrored takes no ps tasks; cluster is %s" % json.dumps(cluster))
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
+        name = "multi_worker_mirrored"
+    else:
+        strategy = tf.distribute.get_strategy()
+        name = "local"
+    replicas = strategy.num_replicas_in_sync
+    global_batch = args.batch_size * replicas
+    if progress:
+        progress.strategy, progress.examples_per_step = name, global_batch
+    state = Trainable(tf, keras, args, data, strategy)
+    if is_chief and args.checkpoint_url:
+        state.mirror = CheckpointMirror(args.checkpoint_url, state.ckpt_dir)
+    initial = state.restore() if (is_chief or os.path.isdir(state.ckpt_dir)) else 0
+    if cluster:
+        variables = list(state.model.weights) + list(state.optimizer.variables) + [state.step]
+        broadcast_from_chief(tf, strategy, [v.value if isinstance(v, keras.Variable) else v for v in variables])
+        initial = int(state.step.numpy())
+    if progress:
+        progress.begin(initial)
+
+    x, y = data["x"], data["y"]
+
+    def dataset_fn(context):
+        ds = tf.data.Dataset.from_tensor_slices((x, y))
+        ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)  # distinct per worker here
+        ds = ds.shuffle(min(len(x), 10000), seed=args.seed + context.input_pipeline_id).repeat()
+        return ds.batch(context.get_per_replica_batch_size(global_batch), drop_remainder=True).prefetch(2)
+
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+    def replica_step(bx, by):
+        with tf.GradientTape() as tape:
+            logits = state.model(bx, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by, logits=logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        grads = tape.gradient(loss, state.model.trainable_variables)
+        state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))  # all-reduces the gradients
+        return loss
+
+    @tf.function
+    def train_steps(it, num_steps):
+        total = tf.constant(0.0)
+        for dummy in tf.range(num_steps):
+            bx, by = next(it)
+            total += strategy.reduce("sum", strategy.run(replica_step, args=(bx, by)), axis=None)
+        state.step.assign_add(tf.cast(num_steps, tf.int64))
+        return total / tf.cast(num_steps, tf.float32)
+
+    # Every task must save (TF's rule for MultiWorkerMirrored); non-chiefs write a throwaway copy.
+    if not is_chief:
+        scratch = os.path.join(args.task_dir or args.work_dir, "checkpoint-scratch-%d" % os.getpid())
+        state.manager = tf.train.CheckpointManager(state.checkpoint, scratch, max_to_keep=1)
+
+    done = saved_step = initial
+    next_checkpoint = (initial // args.checkpoint_every + 1) * args.checkpoint_every
+    while done < args.steps:
+        k = min(args.steps_per_execution, args.steps - done, next_checkpoint - done)
+        loss = float(train_steps(iterator, tf.constant(k)))
+        done += k
+        if progress:
+            progress.update(done, loss)
+        if done >= next_checkpoint:
+            state.save(done)
+            saved_step = done
+            next_checkpoint += args.checkpoint_every
+    if done != saved_step or not state.manager.latest_checkpoint:
+        state.save(done)
+    if not is_chief:
+        shutil.rmtree(state.manager.directory, ignore_errors=True)
+        log("worker finished at step %d" % done)
+        return 0
+    progress.step = done
+    progress.flush()
+    extra = {"num_workers": len(cluster.get("worker", [])) + (1 if "chief" in cluster else 0) if cluster else 1,
+             "num_ps": 0}
+    return finish(keras, np, args, data, state, progress, done, extra)

@@ -1,0 +1,78 @@
+"""tfdist.cluster.node_package: the node-side package tfdist, laid down idempotently, importable on its own."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.tfdist.cluster.plugins.modules import node_package
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[".."] * 4))
+MODULE_UTILS = os.path.join(REPO, "plugins", "module_utils")
+
+
+@pytest.fixture
+def run(capsys, tmp_path):
+    def run_module(check_mode=False, **options):
+        args = dict(dest=str(tmp_path / "lib"), **options)
+        with patch_module_args(dict(args, _ansible_check_mode=check_mode)), pytest.raises(SystemExit):
+            node_package.main()
+        return json.loads(capsys.readouterr().out)
+    return run_module
+
+
+def test_every_file_of_the_training_program_is_shipped():
+    on_disk = sorted("train/" + name for name in os.listdir(os.path.join(MODULE_UTILS, "train")) if name.endswith(".py"))
+    files = node_package.package_files()
+    assert sorted(f for f in files if f.startswith("train/")) == on_disk
+    assert {"__init__.py", "_cluster.py", "_storage.py", "_supervisor.py", "SHA256SUMS"} <= set(files)
+    with open(os.path.join(MODULE_UTILS, "train", "cli.py"), "rb") as f:
+        assert files["train/cli.py"] == f.read()
+
+
+def test_the_package_is_written_once_and_runs_without_the_collection(run, tmp_path):
+    first = run()
+    assert first["changed"] is True and first["written"] == first["files"] and first["removed"] == []
+    assert first["package_dir"] == str(tmp_path / "lib" / "tfdist")
+
+    second = run()
+    assert second["changed"] is False and second["written"] == [] and second["digest"] == first["digest"]
+
+    # A plain interpreter with only the lib folder on its path: the package stands on its own.
+    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                          "sys.argv = ['tfdist.train', '--help']; import runpy; "
+                          "runpy.run_module('tfdist.train', run_name='__main__')", str(tmp_path / "lib")],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert "--checkpoint_every" in out.stdout, out.stderr
+
+
+def test_changed_files_modes_and_stale_files_are_put_right(run, tmp_path):
+    run()
+    package = tmp_path / "lib" / "tfdist"
+    (package / "train" / "cli.py").write_text("# edited on the node\n")
+    os.chmod(package / "_storage.py", 0o600)
+    (package / "train" / "old_module.py").write_text("")
+    (package / "gone").mkdir()
+    (package / "gone" / "x.py").write_text("")
+    (package / "train" / "__pycache__").mkdir()
+    (package / "train" / "__pycache__" / "cli.cpython-311.pyc").write_bytes(b"")
+
+    planned = run(check_mode=True)
+    assert planned["changed"] is True
+    assert (package / "train" / "old_module.py").exists()  # check mode changes nothing
+
+    fixed = run()
+    assert fixed["written"] == ["_storage.py", "train/cli.py"]
+    assert fixed["removed"] == planned["removed"] == ["gone", "train/old_module.py"]
+    assert (package / "train" / "__pycache__").exists()  # Python's own
+    assert os.stat(package / "_storage.py").st_mode & 0o777 == 0o644
+    assert run()["changed"] is False
+
+
+def test_check_mode_on_a_new_host_writes_nothing(run, tmp_path):
+    planned = run(check_mode=True)
+    assert planned["changed"] is True and planned["written"] == planned["files"]
+    assert not (tmp_path / "lib").exists()

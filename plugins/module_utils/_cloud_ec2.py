@@ -70,6 +70,7 @@ def batch_create(driver, connect, requests):
     results = run_parallel(connect, number, list(zip(nodes, requests)))
     unnumbered = [node for node, result in zip(nodes, results) if isinstance(result, Exception)]
     if unnumbered:
+        # Left running they would count as the cluster's pending nodes: remove them now, in one call.
         batch_destroy(connect(), unnumbered)
     return results + [TfdistCloudError('the cloud started %d nodes instead of %d' % (len(nodes), len(requests)))] \
         * (len(requests) - len(nodes))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 name: to_radl
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 short_description: RADL text for a cluster shape
 description:
   - Writes a cluster shape, as the P(tfdist.cluster.radl#lookup) lookup returns it, as RADL (the language of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 name: radl
-author: tfdist maintainers
+author: tfdist maintainers (@tfdist)
 short_description: The cluster shape that a RADL file describes
 description:
   - Reads a RADL file (the language of the Infrastructure Manager) and returns the shape of the TensorFlow cluster

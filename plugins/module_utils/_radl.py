@@ -153,7 +153,7 @@ def split_image_url(url):
         if len(parts) != 4 or not all(parts):
             raise ValueError('image URL %r: expected azr://PUBLISHER/OFFER/SKU/VERSION' % url)
         return cloud, ':'.join(parts), None, None
-    host, _, image = rest.partition('/')
+    host, dummy, image = rest.partition('/')
     if not host or not image:
         form = {'aws': 'REGION/AMI', 'gce': 'ZONE/IMAGE', 'openstack': 'SERVER[:PORT]/IMAGE_ID'}[cloud]
         raise ValueError('image URL %r: expected %s://%s' % (url, scheme, form))

@@ -110,7 +110,8 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     stage: the local file copied to tf_data first, and whether the chief does it (to the cluster HDFS).
     model_urls: every tf_model_url folder; controller_model_urls the ones the controller writes,
     chief_model_url the one on the cluster HDFS, which the chief writes itself.
-    checkpoint_url: resolved. chief_checks: the URLs the chief checks itself before training. node_packages: what the nodes' virtualenv needs for what they reach.
+    checkpoint_url: resolved. chief_checks: the URLs the chief checks itself before training.
+    node_packages: what the nodes' virtualenv needs for what they reach.
     errors: the messages of settings that cannot work, each starting with the setting's name.
     """
     data = classify(tf_data, 'tf_data', cwd, hdfs_uri)
@@ -316,7 +317,8 @@ def download(url, local, field, options=None):
     part = '%s.part.%d' % (local, os.getpid())
     try:
         if urllib.parse.urlparse(url).scheme in ('http', 'https'):
-            with urllib.request.urlopen(url, timeout=60) as response, open(part, 'wb') as handle:
+            # Standard library only (this file runs on the nodes too), hence no ansible.module_utils.urls.
+            with urllib.request.build_opener().open(url, timeout=60) as response, open(part, 'wb') as handle:
                 for chunk in iter(lambda: response.read(1 << 20), b''):
                     handle.write(chunk)
         else:

@@ -42,13 +42,25 @@ def tf_flags(task, cluster_spec, interface='tf_config'):
     return _cluster.flags(task, cluster_spec, interface)
 
 
-def tf_role_nodes(role, layout, node_specs, create_args=None):
-    """libcloud_node's entry for one role: one node per task of that role in the layout."""
-    spec = dict(node_specs.get(role) or {})
-    spec.update(role=role, count=sum(1 for t in layout if t['type'] == role))
-    if create_args:
-        spec['create_args'] = dict(create_args, **(spec.get('create_args') or {}))
-    return spec
+def tf_role_nodes(layout, node_specs, create_args=None):
+    """libcloud_node's roles option: per TF task type, its node settings and one node per task of the layout."""
+    entries = []
+    for role in _cluster.TASK_TYPES:
+        spec = dict(node_specs.get(role) or {})
+        spec.update(role=role, count=sum(1 for t in layout if t['type'] == role))
+        if create_args:
+            spec['create_args'] = dict(create_args, **(spec.get('create_args') or {}))
+        entries.append(spec)
+    return entries
+
+
+def tf_cluster_name_error(name, field='cluster_name'):
+    """'' for a valid cluster name, else the message that names the field and the rule."""
+    try:
+        _cluster.validate_cluster_name(name, field)
+    except _cluster.ClusterError as e:
+        return str(e)
+    return ''
 
 
 def tf_node_specs(profile_nodes, overrides):
@@ -90,6 +102,7 @@ class FilterModule:
             'tf_cluster_spec': tf_cluster_spec,
             'tf_flags': tf_flags,
             'tf_role_nodes': tf_role_nodes,
+            'tf_cluster_name_error': tf_cluster_name_error,
             'tf_node_specs': tf_node_specs,
             'tf_plan_line': tf_plan_line,
         }

@@ -90,3 +90,22 @@ def test_plan_line_says_what_deploy_would_create_and_what_runs():
 
     assert tf_plan_line(spec, plan, nodes) == (
         "worker: 3 x g4dn.xlarge (ami-1): running c-worker-0, c-worker-1; create c-worker-2")
+
+
+def test_role_nodes_cover_every_role_of_the_layout():
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_role_nodes
+
+    nodes = tf_role_nodes(tf_task_layout(2, 1), {"worker": {"size": "g4", "create_args": {"a": 2}}}, {"a": 1, "b": 1})
+    assert [(n["role"], n["count"]) for n in nodes] == [("chief", 1), ("worker", 2), ("ps", 1), ("evaluator", 0)]
+    assert nodes[1]["size"] == "g4" and nodes[1]["create_args"] == {"a": 2, "b": 1}  # the role's own args win
+
+
+@pytest.mark.parametrize("name, error", [
+    ("demo-1", ""),
+    ("Bad_Name!", "cluster_name: 'Bad_Name!' is not a valid cluster name: use lowercase letters"),
+    ("x" * 41, "cluster_name: '%s' is not a valid cluster name" % ("x" * 41)),
+])
+def test_cluster_names_follow_one_rule(name, error):
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_cluster_name_error
+
+    assert tf_cluster_name_error(name).startswith(error) and bool(error) == bool(tf_cluster_name_error(name))

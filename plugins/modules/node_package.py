@@ -9,7 +9,7 @@ module: node_package
 short_description: Lay down the node-side Python package of tfdist (the training program and what it imports)
 description:
   - Writes the Python package C(tfdist) into O(dest) on the managed host, so that O(dest) on C(sys.path) (or in
-    E(PYTHONPATH)) makes C(tfdist.train) importable, for example C(python -m tfdist.train --help).
+    E(PYTHONPATH)) makes C(tfdist.train) importable, for example C(python -m tfdist.train.job --help).
   - The package holds the collection's training program (C(tfdist/train/)), the modules it imports (the cluster
     model C(_cluster.py), the storage policy C(_storage.py), the supervisor C(_supervisor.py)), an C(__init__.py) and
     C(SHA256SUMS), the checksums of every file; a change of the program changes C(SHA256SUMS), so a task that
@@ -48,7 +48,7 @@ EXAMPLES = r"""
 
 - name: Run one task of a training job by hand with it
   ansible.builtin.command:
-    argv: [/opt/tfdist/venv/bin/python, -m, tfdist.train, --help]
+    argv: [/opt/tfdist/venv/bin/python, -m, tfdist.train.job, --help]
   environment:
     PYTHONPATH: /var/lib/tfdist/lib
   changed_when: false
@@ -94,20 +94,19 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 # Imported so that AnsiballZ ships their sources with this module; each one is a file of the package.
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage, _supervisor, train
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import __main__ as train_main
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
 SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
 PACKAGE_NAME = "tfdist"
-SHIPPED = (_cluster, _storage, _supervisor, train, train_main, checkpoints, cli, data, evaluator, job, model, progress,
+SHIPPED = (_cluster, _storage, _supervisor, train, checkpoints, cli, data, evaluator, job, model, progress,
            results, strategies)
 CHECKSUMS = "SHA256SUMS"
 FILE_MODE = 0o644
 DIR_MODE = 0o755
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
-tfdist.train is the training program (python -m tfdist.train --help); _cluster, _storage and _supervisor are
+tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _storage and _supervisor are
 copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
 """
 '''

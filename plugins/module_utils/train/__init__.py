@@ -5,7 +5,7 @@
 One copy runs per TensorFlow task. The training role lays this package down on every node (as
 `tfdist.train`, next to tfdist._cluster, _storage and _supervisor, with the tfdist.cluster.node_package
 module) and renders a small per-task script that calls `job.run(argv, settings)` with the task's type
-and index and the job's settings (the role's variables). `python -m tfdist.train --help` lists the flags,
+and index and the job's settings (the role's variables). `python -m tfdist.train.job --help` lists the flags,
 which override the settings.
 
 The cluster comes from TF_CONFIG, or from the classic flags --chief_host/--worker_hosts/--ps_hosts with

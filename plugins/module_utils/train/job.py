@@ -98,3 +98,8 @@ def run(argv=None, settings=None):
     sys.stderr.flush()
     # os._exit: the coordinator's RPC threads can otherwise hold the interpreter at exit.
     os._exit(code)
+
+
+# `python -m tfdist.train.job [FLAGS]` on a node: one task of the training job, flags only.
+if __name__ == "__main__":
+    run()

@@ -44,7 +44,7 @@ def test_the_package_is_written_once_and_runs_without_the_collection(run, tmp_pa
     # A plain interpreter with only the lib folder on its path: the package stands on its own.
     out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                           "sys.argv = ['tfdist.train', '--help']; import runpy; "
-                          "runpy.run_module('tfdist.train', run_name='__main__')", str(tmp_path / "lib")],
+                          "runpy.run_module('tfdist.train.job', run_name='__main__')", str(tmp_path / "lib")],
                          capture_output=True, text=True, timeout=60, check=False)
     assert "--checkpoint_every" in out.stdout, out.stderr
 

@@ -107,7 +107,7 @@ def startup_seconds(emulator):
            "-e", f"ansible_python_interpreter={sys.executable}", "-m", "ansible.builtin.ping"]
     env = ansible_env(emulator, ANSIBLE_INVENTORY_ENABLED="host_list")
     best = None
-    for _ in range(2):
+    for dummy in range(2):
         started = time.monotonic()
         subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, check=True)
         took = time.monotonic() - started

@@ -43,7 +43,7 @@ def _collection_loader():
 
 
 def free_ports(count):
-    socks = [socket.socket() for _ in range(count)]
+    socks = [socket.socket() for dummy in range(count)]
     try:
         for s in socks:
             s.bind(("127.0.0.1", 0))
@@ -208,7 +208,7 @@ def log_tail(task_dir, lines=40):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("work_dir")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--ps", type=int, default=1)

@@ -17,7 +17,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 
 
-
 @pytest.fixture
 def task_dir(tmp_path):
     path = tmp_path / "tasks" / "worker-1"

@@ -124,25 +124,25 @@ image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
 
 bash "$(dirname "$0")/ensure-docker.sh"
 
-if [ "$FORCE" = 1 ] || ! have_image "$BASE_IMAGE"; then
-    OLD_BASE=$(image_id "$BASE_IMAGE")
-    build_base
-    say "built $BASE_IMAGE ($(size_of "$BASE_IMAGE"))"
-else
-    say "$BASE_IMAGE exists (--force rebuilds it)"
-fi
-if [ "$BASE_ONLY" = 0 ]; then
-    if [ "$FORCE" = 1 ] || ! have_image "$TF_IMAGE"; then
-        OLD_TF=$(image_id "$TF_IMAGE")
-        build_tf
-        say "built $TF_IMAGE ($(size_of "$TF_IMAGE"))"
+# Build an image with its build function unless it exists (or --force); note the image it replaces.
+REPLACED=()
+build_image() {
+    local image=$1 build=$2
+    if [ "$FORCE" = 1 ] || ! have_image "$image"; then
+        REPLACED=("$(image_id "$image")" "${REPLACED[@]}")
+        "$build"
+        say "built $image ($(size_of "$image"))"
     else
-        say "$TF_IMAGE exists (--force rebuilds it)"
+        say "$image exists (--force rebuilds it)"
     fi
-fi
+}
+
+build_image "$BASE_IMAGE" build_base
+[ "$BASE_ONLY" = 1 ] || build_image "$TF_IMAGE" build_tf
 # A rebuild leaves the previous images untagged: remove them (the TF one first, it is built on the base)
 # unless something still uses them (a container, another tag, a child image), so --force does not fill the disk.
-for old in ${OLD_TF:-} ${OLD_BASE:-}; do
+for old in "${REPLACED[@]}"; do
+    [ -n "$old" ] || continue
     if [ "$(docker image inspect --format '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
         docker rmi "$old" >/dev/null 2>&1 || true
     fi

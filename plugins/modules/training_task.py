@@ -167,29 +167,12 @@ config_hash:
   type: str
   sample: 3f0a...
 status:
-  description: The task's state after this call, as the supervisor records it in O(dir).
+  description:
+    - The task's state after this call, as the supervisor records it in O(dir).
+    - The keys of an entry of RV(tfdist.cluster.training_status#module:tasks) (C(running), C(pid), C(returncode),
+      C(reason), C(started_at), C(finished_at)), which documents them.
   returned: always
   type: dict
-  contains:
-    running:
-      description: The task or its supervisor runs.
-      type: bool
-    pid:
-      description: Pid of the task's last run.
-      type: int
-    returncode:
-      description: Return code of the last run once it has ended (0 also for servers stopped after the chief).
-      type: int
-    reason:
-      description: C(exited), C(stopped), C(chief finished), C(chief never seen), C(killed by signal N),
-        C(died without exit record) or C(not started).
-      type: str
-    started_at:
-      description: Seconds since the epoch.
-      type: float
-    finished_at:
-      description: Seconds since the epoch.
-      type: float
 log_tail:
   description: Last lines of task.log when the task failed within O(wait).
   returned: on failure within O(wait)

@@ -1,7 +1,8 @@
 """Each TF task's GPU: the task.env that roles/training/tasks/main.yml writes, rendered by Ansible's
 templating from the role's own file, and what the task's process then sees under the supervisor.
 
-Several tasks on a host with GPUs (cuda_gpu_count, set by the cuda role): each chief and worker gets
+Several tasks on a host with GPUs (training_gpu_count: the cuda role's cuda_gpu_count in a deploy, else its
+local fact): each chief and worker gets
 one GPU, round-robin (CUDA_VISIBLE_DEVICES=<n>), a parameter server or evaluator none
 (CUDA_VISIBLE_DEVICES= , an empty value: TensorFlow then sees no GPU). A lone task, a host without
 GPUs or a job whose training_env sets CUDA_VISIBLE_DEVICES itself get no such line.
@@ -20,6 +21,8 @@ from ansible.template import Templar
 from local_cluster import REPO, SUPERVISOR
 
 TASKS_FILE = os.path.join(REPO, "roles", "training", "tasks", "main.yml")
+ROLE_DEFAULTS = os.path.join(REPO, "roles", "training", "defaults", "main.yml")
+PLAY_VARS = os.path.join(REPO, "playbooks", "group_vars", "all.yml")
 WORK_DIR = "/var/lib/tfdist/job"
 
 
@@ -34,13 +37,19 @@ def env_task():
     return next(t for t in tasks if t["name"].startswith("Write each task's environment"))
 
 
-def render_env_files(my_tasks, **variables):
-    """{task name: task.env text} for the tasks of one host, as the role renders them."""
+def gpu_count_setting(source):
+    """training_gpu_count as a file sets it: the playbooks' (the cuda role's fact, else the local fact) or the role's."""
+    return {"training_gpu_count": DataLoader().load_from_file(source, trusted_as_template=True)["training_gpu_count"]}
+
+
+def render_env_files(my_tasks, source=PLAY_VARS, **variables):
+    """{task name: task.env text} for the tasks of one host, as a deploy (or the role alone) renders them."""
     task = env_task()
     files = {}
     for item in my_tasks:
         values = {"training_cluster_name": "job", "__training_work_dir": WORK_DIR, "training_env": {},
-                  "__training_my_tasks": my_tasks, "item": item, **task.get("vars", {}), **variables}
+                  "__training_my_tasks": my_tasks, "item": item, **gpu_count_setting(source), **task.get("vars", {}),
+                  **variables}
         files[item["name"]] = Templar(loader=DataLoader(), variables=values).template(
             task["ansible.builtin.copy"]["content"])
     return files
@@ -72,6 +81,9 @@ def test_workers_without_the_chief_start_at_the_first_gpu():
 def test_the_gpu_count_of_a_later_run_comes_from_the_local_fact():
     facts = {"ansible_local": {"cuda": {"gpu_count": 2, "gpu_models": ["Tesla T4", "Tesla T4"]}}}
     assert devices(host_tasks("worker-0", "worker-1"), ansible_facts=facts) == {"worker-0": "0", "worker-1": "1"}
+    # The role used alone reads the same fact.
+    assert devices(host_tasks("worker-0", "worker-1"), source=ROLE_DEFAULTS, ansible_facts=facts) == {
+        "worker-0": "0", "worker-1": "1"}
 
 
 @pytest.mark.parametrize("case", [

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,33 +25,19 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, os.path.join(REPO, "tests"))  # the one way to run a playbook, and the port helper
+sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
+
+from ansible_cli import run_playbook  # noqa: E402
+from processes import free_port_block  # noqa: E402
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import LAUNCH_ORDER  # noqa: E402
+
 CLUSTER = "bench"
-ORDER = ("ps", "worker", "chief")  # servers first, as the training role does
-
-
-def free_port_block(count):
-    for _attempt in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no block of free ports")
 
 
 def playbook(name, *extra):
-    cmd = [os.path.join(BIN, "ansible-playbook"), f"playbooks/{name}.yml", "-e", f"cluster_name={CLUSTER}"]
-    for var in extra:
-        cmd += ["-e", var]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    return run_playbook(f"playbooks/{name}.yml", f"cluster_name={CLUSTER}", *extra)
 
 
 def deployed_round(steps, workers, ps):
@@ -72,7 +57,8 @@ def by_hand_round(job_dir, python):
     """The deployed scripts, started directly in a new job folder."""
     work_dir = tempfile.mkdtemp(prefix="tfdist-bench-")
     shutil.copytree(os.path.join(job_dir, "data"), os.path.join(work_dir, "data"))
-    tasks = sorted(os.listdir(os.path.join(job_dir, "tasks")), key=lambda n: (ORDER.index(n.split("-")[0]), n))
+    # Servers first, as the training role launches them.
+    tasks = sorted(os.listdir(os.path.join(job_dir, "tasks")), key=lambda n: (LAUNCH_ORDER.index(n.split("-")[0]), n))
     procs = []
     started = time.time()
     try:

@@ -2,6 +2,7 @@
 
 import socket
 import subprocess
+import time
 
 PORT_TRIES = 50
 
@@ -38,3 +39,13 @@ def free_port_block(count):
         except OSError:
             continue
     raise RuntimeError("no block of free ports")
+
+
+def wait_until(predicate, timeout=20.0):
+    """Whether predicate() became true within timeout seconds (polled every 0.1 s)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from local_cluster import SUPERVISOR
-from processes import alive
+from processes import alive, wait_until
 
 
 def supervise(*args, check=True):
@@ -22,15 +22,6 @@ def supervise(*args, check=True):
 
 def status(task_dir):
     return json.loads(supervise("status", "--dir", task_dir).stdout)
-
-
-def wait_until(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture

@@ -6,21 +6,11 @@ Real processes (sleep, sh) started in-process with start(), as the training_task
 import json
 import os
 import signal
-import time
 
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
-from processes import alive
-
-
-def wait_until(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
+from processes import alive, wait_until
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.tfdist.cluster.plugins.modules import training_task
-from processes import alive
+from processes import alive, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
@@ -36,15 +35,6 @@ def run(capsys, task_dir):
             training_task.main()
         return json.loads(capsys.readouterr().out)
     return run_module
-
-
-def wait_until(predicate, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_start_runs_the_command_in_the_background_and_second_start_changes_nothing(run, task_dir):

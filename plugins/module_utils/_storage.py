@@ -91,6 +91,14 @@ def classify(value, field='url', cwd=None, hdfs_uri=None):
     return info
 
 
+def folder_url_error(value, field):
+    """'' when value is a folder URL that can be written through fsspec (file://, hdfs://, webhdfs://, s3://),
+    else the message that names the field."""
+    if urllib.parse.urlparse(value).scheme in SCHEMES:
+        return ''
+    return '%s: %s must be a file://, hdfs://, webhdfs:// or s3:// folder URL' % (field, value)
+
+
 def _split(value):
     if isinstance(value, (list, tuple)):
         items = value
@@ -130,9 +138,8 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     if data['kind'] == 'unknown':
         errors.append('tf_data: %s: unsupported URL scheme %r; use builtin:NAME, a path, http(s)://, %s'
                       % (data['value'], data['scheme'], ', '.join('%s://' % s for s in SCHEMES)))
-    if checkpoint['kind'] not in ('empty', 'storage') and not checkpoint['value'].startswith('file://'):
-        errors.append('tf_checkpoint_url: %s must be a file://, hdfs://, webhdfs:// or s3:// folder URL'
-                      % checkpoint['value'])
+    if checkpoint['value'] and folder_url_error(checkpoint['value'], 'tf_checkpoint_url'):
+        errors.append(folder_url_error(checkpoint['value'], 'tf_checkpoint_url'))
     if len([item for item in models if item['on_cluster']]) > 1:
         errors.append('tf_model_url: give at most one folder on the cluster HDFS (hdfs:///...)')
     if stage['kind'] != 'empty' and data['kind'] != 'storage':

@@ -29,7 +29,7 @@ the last column. Without a test set the data is split with --seed into train and
 out. Each worker trains on its own shard of the training set.
 
 Storage URLs: hdfs://NAMENODE[:RPC_PORT]/PATH is read and written through WebHDFS on
-NAMENODE:$TFDIST_WEBHDFS_PORT (9870), as the HDFS user $TFDIST_HDFS_USER, else $HADOOP_USER_NAME,
+NAMENODE:$TFDIST_WEBHDFS_PORT (9870), as the HDFS user $HADOOP_USER_NAME,
 else this user; s3://BUCKET/KEY uses the standard AWS variables (AWS_ENDPOINT_URL for other S3
 stores). --checkpoint_url: the chief copies each checkpoint there (in the background) and, when its own
 checkpoints/ is empty, resumes from there: a new cluster goes on where an old one stopped.

@@ -10,7 +10,6 @@ import threading
 import time
 
 from .. import _storage
-from .cli import storage_options
 from .progress import log
 
 FLAG = "--checkpoint_url"
@@ -35,7 +34,7 @@ class CheckpointMirror:
     def __init__(self, url, ckpt_dir):
         self.url, self.ckpt_dir = url, ckpt_dir
         try:
-            self.fs, self.path = _storage.filesystem(url, FLAG, storage_options())
+            self.fs, self.path = _storage.filesystem(url, FLAG)
         except _storage.StorageError as e:
             raise SystemExit(str(e))
         self.copied = {}  # file name -> size already at the URL

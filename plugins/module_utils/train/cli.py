@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import urllib.parse
 
 from .. import _storage
 
@@ -36,11 +35,6 @@ def parse_units(value):
 
 def split_hosts(value):
     return [h.strip() for h in value.split(",") if h.strip()] if value else []
-
-
-def storage_options():
-    """Options of the storage policy from the task's environment (the HDFS user it acts as)."""
-    return {"hdfs_user": os.environ.get("TFDIST_HDFS_USER")}
 
 
 def settings_with_defaults(settings):
@@ -118,8 +112,8 @@ def parse_args(argv=None, settings=None):
     args.task_dir = os.path.abspath(args.task_dir) if args.task_dir else ""
     for name in ("checkpoint_url", "model_url"):
         url = getattr(args, name).rstrip("/")
-        if url and urllib.parse.urlparse(url).scheme not in _storage.SCHEMES:
-            p.error("--%s: %r is not a %s URL" % (name, url, "/".join(_storage.SCHEMES)))
+        if url and _storage.folder_url_error(url, "--" + name):
+            p.error(_storage.folder_url_error(url, "--" + name))
         setattr(args, name, url)
     args.fallback_task = (settings["job_name"], int(settings["task_index"]))
     return args

@@ -11,7 +11,6 @@ import sys
 import urllib.parse
 
 from .. import _storage
-from .cli import storage_options
 from .progress import log
 
 BUILTIN_DATASETS = {"builtin:digits": "digits.npz"}
@@ -35,11 +34,11 @@ def stage(url, work_dir):
     """Download a URL once (per version) into work_dir/data (no TF file system needed)."""
     name = os.path.basename(urllib.parse.urlparse(url).path) or "data"
     try:
-        digest = hashlib.sha256((url + _storage.version(url, "--data", storage_options())).encode()).hexdigest()[:12]
+        digest = hashlib.sha256((url + _storage.version(url, "--data")).encode()).hexdigest()[:12]
         target = os.path.join(work_dir, "data", "%s-%s" % (digest, name))
         if not os.path.exists(target):
             log("downloading %s" % url)
-            _storage.download(url, target, "--data", storage_options())
+            _storage.download(url, target, "--data")
     except _storage.StorageError as e:
         raise SystemExit(str(e))
     return target

@@ -8,7 +8,6 @@ import os
 
 from .. import _storage
 from .._supervisor import now, write_json
-from .cli import storage_options
 from .progress import log
 
 FLAG = "--model_url"
@@ -19,7 +18,7 @@ def ensure_folders(args):
     for flag, url in (("--checkpoint_url", args.checkpoint_url), (FLAG, args.model_url)):
         if url:
             try:
-                _storage.ensure_folder(url, flag, storage_options())
+                _storage.ensure_folder(url, flag)
             except _storage.StorageError as e:
                 raise SystemExit(str(e))
 
@@ -27,7 +26,7 @@ def ensure_folders(args):
 def upload_results(args):
     """model.keras and result.json to --model_url."""
     try:
-        fs, path = _storage.ensure_folder(args.model_url, FLAG, storage_options())
+        fs, path = _storage.ensure_folder(args.model_url, FLAG)
     except _storage.StorageError as e:
         raise SystemExit(str(e))
     try:

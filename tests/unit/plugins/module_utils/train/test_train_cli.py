@@ -62,8 +62,8 @@ def test_an_unknown_setting_is_named():
     (["--batch_size", "-1"], "--batch_size must be at least 1"),
     (["--test_fraction", "1.5"], "--test_fraction must be between 0 and 1"),
     (["--hidden_units", "64,0"], "--hidden_units: hidden units must be positive integers"),
-    (["--checkpoint_url", "ftp://host/ckpt"], "--checkpoint_url: 'ftp://host/ckpt' is not a file/hdfs/webhdfs/s3 URL"),
-    (["--model_url", "/local/path"], "--model_url: '/local/path' is not a file/hdfs/webhdfs/s3 URL"),
+    (["--checkpoint_url", "ftp://host/ckpt"], "--checkpoint_url: ftp://host/ckpt must be a file://, hdfs://, webhdfs:// or s3:// folder URL"),
+    (["--model_url", "/local/path"], "--model_url: /local/path must be a file://, hdfs://, webhdfs:// or s3:// folder URL"),
     (["--strategy", "mirrored"], "invalid choice: 'mirrored'"),
 ])
 def test_bad_flags_are_named(argv, message, capsys):

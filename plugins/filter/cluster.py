@@ -18,8 +18,8 @@ def tf_tasks(hostvars, hosts, default_port=_cluster.DEFAULT_PORT):
         raise AnsibleFilterError(str(e)) from e
 
 
-def tf_task_layout(workers, ps=0, evaluators=0, port_base=None):
-    return _cluster.layout(workers, ps, evaluators, port_base)
+def tf_task_layout(workers, ps=0, evaluators=0, port_base=None, chiefs=1):
+    return _cluster.layout(workers, ps, evaluators, port_base, chiefs)
 
 
 def tf_task_name(task):
@@ -38,8 +38,28 @@ def tf_cluster_spec(tasks):
     return _cluster.cluster_spec(tasks)
 
 
-def tf_flags(task, cluster_spec, interface='tf_config'):
-    return _cluster.flags(task, cluster_spec, interface)
+def tf_flags(task, cluster_spec, interface='tf_config', chief_name='chief'):
+    return _cluster.flags(task, cluster_spec, interface, chief_name)
+
+
+def tf_config(task, cluster_spec, chief_name='chief'):
+    try:
+        return _cluster.tf_config(task, cluster_spec, chief_name)
+    except _cluster.ClusterError as e:
+        raise AnsibleFilterError(str(e)) from e
+
+
+def tf_leader(tasks):
+    try:
+        return _cluster.leader(tasks)
+    except _cluster.ClusterError as e:
+        raise AnsibleFilterError(str(e)) from e
+
+
+def tf_count_error(counts, strategy=None, field_prefix='tf_'):
+    """'' when the task counts (a dict: chief, workers, ps, evaluators) make a cluster, else the message."""
+    return _cluster.count_error(counts.get('chief', 1), counts.get('workers', 0), counts.get('ps', 0),
+                                counts.get('evaluators', 0), strategy, field_prefix)
 
 
 def tf_role_nodes(layout, node_specs, create_args=None):
@@ -101,6 +121,9 @@ class FilterModule:
             'tf_launch_order': tf_launch_order,
             'tf_cluster_spec': tf_cluster_spec,
             'tf_flags': tf_flags,
+            'tf_config': tf_config,
+            'tf_leader': tf_leader,
+            'tf_count_error': tf_count_error,
             'tf_role_nodes': tf_role_nodes,
             'tf_cluster_name_error': tf_cluster_name_error,
             'tf_node_specs': tf_node_specs,

@@ -25,6 +25,11 @@ TAG_CLUSTER = 'tfdist_cluster'
 TAG_ROLE = 'tfdist_role'
 TAG_INDEX = 'tfdist_index'
 
+# Estimator-era scripts call the chief `master` in TF_CONFIG; tfdist calls it chief everywhere else.
+CHIEF_NAMES = ('chief', 'master')
+# The inventory group of the host that leads a cluster: its chief, or worker 0 without one.
+LEADER = 'leader'
+
 CLUSTER_NAME_MAX = 40
 CLUSTER_NAME_RE = re.compile(r'^[a-z][a-z0-9-]*$')
 # Greedy cluster part: role and index are anchored at the end, so dashes in the cluster name are fine.
@@ -64,13 +69,14 @@ def group_name(cluster, role=None):
     return '_'.join(['tfdist', cluster] + ([role] if role else [])).replace('-', '_')
 
 
-def layout(workers, ps=0, evaluators=0, port_base=None):
-    """One chief, then the workers, parameter servers and evaluators, each indexed from 0.
+def layout(workers, ps=0, evaluators=0, port_base=None, chiefs=1):
+    """The chief (none with chiefs=0: worker 0 leads), then the workers, parameter servers and
+    evaluators, each indexed from 0.
 
     With port_base (every task on one node) each task gets the next port.
     """
-    tasks = [{'type': 'chief', 'index': 0}]
-    for task_type, count in (('worker', workers), ('ps', ps), ('evaluator', evaluators)):
+    tasks = []
+    for task_type, count in (('chief', chiefs), ('worker', workers), ('ps', ps), ('evaluator', evaluators)):
         tasks += [{'type': task_type, 'index': i} for i in range(int(count))]
     if port_base is not None:
         for offset, task in enumerate(tasks):
@@ -115,8 +121,36 @@ def tasks(hostvars, hosts, default_port=DEFAULT_PORT):
     return found
 
 
+def count_error(chiefs, workers, ps=0, evaluators=0, strategy=None, field_prefix='tf_'):
+    """'' when these task counts make a cluster, else the message that names the field at fault.
+
+    A cluster has one chief, or none: then worker 0 leads it (the classic clusters of the TF1 era).
+    """
+    counts = {'chief': chiefs, 'workers': workers, 'ps': ps, 'evaluators': evaluators}
+    for name, value in counts.items():
+        try:
+            counts[name] = int(value)
+        except (TypeError, ValueError):
+            return '%s%s: must be a whole number, got %r' % (field_prefix, name, value)
+        if counts[name] < 0:
+            return '%s%s: must be 0 or more, got %d' % (field_prefix, name, counts[name])
+    if counts['chief'] > 1:
+        return ('%schief: a cluster has one chief or none (then worker 0 leads it), got %d'
+                % (field_prefix, counts['chief']))
+    if counts['chief'] == 0 and counts['workers'] == 0:
+        return ('%sworkers: a cluster without a chief (%schief=0) needs at least one worker: worker 0 leads it'
+                % (field_prefix, field_prefix))
+    if strategy == 'parameter_server' and counts['ps'] == 0:
+        return '%sps: the parameter_server strategy needs at least one parameter server' % field_prefix
+    if strategy == 'parameter_server' and counts['workers'] - (1 - counts['chief']) < 1:
+        return ('%sworkers: the parameter_server strategy without a chief needs at least 2 workers: '
+                'worker 0 coordinates, the others compute' % field_prefix)
+    return ''
+
+
 def check(cluster_tasks):
-    """Raise ClusterError unless the tasks make one cluster: unique names, indexes 0..n-1, one chief, distinct ports."""
+    """Raise ClusterError unless the tasks make one cluster: unique names, indexes 0..n-1, one chief or
+    none (then a worker 0), distinct ports."""
     names = [t['name'] for t in cluster_tasks]
     for name in names:
         if names.count(name) > 1:
@@ -126,16 +160,25 @@ def check(cluster_tasks):
         if indexes != list(range(len(indexes))):
             raise ClusterError('%s task indexes must be 0..%d, got %s' % (task_type, len(indexes) - 1, indexes))
     chiefs = [t for t in cluster_tasks if t['type'] == 'chief']
-    if len(chiefs) != 1:
-        raise ClusterError('a cluster needs exactly one chief, found %d' % len(chiefs))
+    if len(chiefs) > 1:
+        raise ClusterError('a cluster has one chief or none, found %d' % len(chiefs))
+    if not chiefs and not any(t['type'] == 'worker' for t in cluster_tasks):
+        raise ClusterError('a cluster without a chief needs a worker 0 to lead it; found %s'
+                           % (', '.join(t['name'] for t in cluster_tasks) or 'no TF task'))
     addresses = [(t['address'], t['port']) for t in cluster_tasks]
     if len(set(addresses)) != len(addresses):
         raise ClusterError('two TF tasks share one address and port')
 
 
-def chief(cluster_tasks):
-    """The task that leads the job: it decides completion, and its model and logs are collected."""
-    return next(t for t in cluster_tasks if t['type'] == 'chief')
+def leader(cluster_tasks):
+    """The task that leads the job: the chief, or worker 0 of a cluster without one.
+
+    It decides completion, its model and logs are collected, the servers stop once it is gone.
+    """
+    for task in cluster_tasks:
+        if leads(task['type'], task['index'], cluster_spec(cluster_tasks)):
+            return task
+    raise ClusterError('no TF task leads this cluster: it has neither a chief nor a worker 0')
 
 
 def cluster_spec(cluster_tasks):
@@ -147,28 +190,52 @@ def cluster_spec(cluster_tasks):
     return spec
 
 
-def tf_config(task, spec):
-    """The TF_CONFIG of one task."""
-    return {'cluster': spec, 'task': {'type': task['type'], 'index': int(task['index'])}}
+def tf_config(task, spec, chief_name='chief'):
+    """The TF_CONFIG of one task; chief_name 'master' is what Estimator-era scripts expect."""
+    if chief_name not in CHIEF_NAMES:
+        raise ClusterError('chief name: %r is not one of %s' % (chief_name, ', '.join(CHIEF_NAMES)))
+    renamed = {(chief_name if job == 'chief' else job): list(hosts) for job, hosts in spec.items()}
+    task_type = chief_name if task['type'] == 'chief' else task['type']
+    return {'cluster': renamed, 'task': {'type': task_type, 'index': int(task['index'])}}
 
 
 def launch_order(cluster_tasks):
     return sorted(cluster_tasks, key=lambda t: (LAUNCH_ORDER.index(t['type']), int(t['index'])))
 
 
-def flags(task, spec, interface='tf_config'):
-    """The classic command-line flags of a task, for scripts that do not read TF_CONFIG."""
+def flags(task, spec, interface='tf_config', chief_name='chief'):
+    """The classic command-line flags of a task, for scripts that do not read TF_CONFIG.
+
+    A cluster without a chief gets no --chief_host (worker 0 is the chief of such scripts).
+    """
     if interface == 'tf_config':
         return []
-    return [
-        '--ps_hosts=' + ','.join(spec.get('ps', [])),
-        '--worker_hosts=' + ','.join(spec.get('worker', [])),
-        '--chief_host=' + ','.join(spec.get('chief', [])),
-        '--job_name=%s' % task['type'],
-        '--task_index=%d' % int(task['index']),
-    ]
+    config = tf_config(task, spec, chief_name)
+    result = ['--ps_hosts=' + ','.join(spec.get('ps', [])), '--worker_hosts=' + ','.join(spec.get('worker', []))]
+    if spec.get('chief'):
+        result.append('--%s_host=%s' % (chief_name, ','.join(spec['chief'])))
+    return result + ['--job_name=%s' % config['task']['type'], '--task_index=%d' % int(task['index'])]
+
+
+def coordinated(spec, task_type, index):
+    """The parameter_server view of a cluster without a chief: worker 0 becomes the coordinator.
+
+    TF's ParameterServerStrategy coordinates from a chief; in a classic cluster worker 0 plays that
+    part and the other workers compute. Returns (spec, task_type, index) in that view; a cluster
+    with a chief is returned as it is.
+    """
+    if 'chief' in spec or not spec.get('worker'):
+        return spec, task_type, int(index)
+    workers = list(spec['worker'])
+    view = dict(spec, chief=workers[:1], worker=workers[1:])
+    if not view['worker']:
+        del view['worker']
+    if task_type == 'worker':
+        return (view, 'chief', 0) if int(index) == 0 else (view, 'worker', int(index) - 1)
+    return view, task_type, int(index)
 
 
 def leads(task_type, index, spec):
     """Whether this task leads the job: the chief, or worker 0 of a cluster that has no chief."""
-    return task_type == 'chief' or (task_type == 'worker' and int(index) == 0 and 'chief' not in spec)
+    return task_type in CHIEF_NAMES or (task_type == 'worker' and int(index) == 0
+                                        and not any(name in spec for name in CHIEF_NAMES))

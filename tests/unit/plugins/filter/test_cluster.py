@@ -51,7 +51,9 @@ def test_one_task_per_node_from_tags_uses_private_addresses():
 @pytest.mark.parametrize(
     "hostvars, message",
     [
-        ({"a": {"tfdist_role": "worker", "tfdist_index": 0}}, "exactly one chief"),
+        ({"a": {"tfdist_role": "ps", "tfdist_index": 0}}, "without a chief needs a worker 0 to lead it; found ps-0"),
+        ({"a": {"tfdist_tasks": [{"type": "chief", "index": 0, "port": 1}, {"type": "chief", "index": 1, "port": 2}]}},
+         "one chief or none, found 2"),
         ({"a": {"tfdist_role": "chief", "tfdist_index": 0},
           "b": {"tfdist_role": "worker", "tfdist_index": 1}}, "worker task indexes must be 0..0"),
         ({"a": {"tfdist_role": "chief", "tfdist_index": 0},

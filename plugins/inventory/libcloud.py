@@ -12,6 +12,8 @@ description:
     C(list_nodes) call. Other nodes are ignored.
   - Hosts are named after the nodes and grouped in C(tfdist_<cluster>), C(tfdist_<cluster>_<role>) and the bare
     role groups C(chief), C(worker), C(ps) and C(evaluator); dashes in group names become underscores.
+  - The host that leads each cluster (its chief, or worker 0 of a cluster without a chief) is also in
+    C(tfdist_<cluster>_leader).
   - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_index), C(tfdist_public_ip),
     C(tfdist_private_ip) and C(libcloud_id), C(libcloud_name), C(libcloud_state), C(libcloud_provider),
     C(libcloud_size), C(libcloud_image), C(libcloud_extra). Values from the cloud are marked unsafe,
@@ -81,9 +83,11 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     TAG_CLUSTER,
     TAG_INDEX,
     TAG_ROLE,
+    LEADER,
     TASK_TYPES,
     ClusterError,
     group_name,
+    leader,
     validate_cluster_name,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
@@ -123,6 +127,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         strict = self.get_option('strict')
         for role in TASK_TYPES:
             self.inventory.add_group(role)
+        placed = []  # the TF tasks found, per cluster: who leads each is known once all are seen
         for node in nodes:
             if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
                 continue
@@ -133,6 +138,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             role_group = self.inventory.add_group(group_name(node['cluster'], node['role']))
             for group in (cluster_group, role_group, node['role']):
                 self.inventory.add_child(group, host)
+            placed.append({'cluster': node['cluster'], 'type': node['role'], 'index': int(node['index']), 'host': host})
             hostvars = {
                 'ansible_host': pick_address(node['public_ips'], node['private_ips'], self.get_option('address')),
                 TAG_CLUSTER: node['cluster'],
@@ -155,6 +161,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._set_composite_vars(self.get_option('compose'), variables, host, strict=strict)
             self._add_host_to_composed_groups(self.get_option('groups'), variables, host, strict=strict)
             self._add_host_to_keyed_groups(self.get_option('keyed_groups'), variables, host, strict=strict)
+
+        for cluster in sorted(set(task['cluster'] for task in placed)):
+            tasks = [task for task in placed if task['cluster'] == cluster]
+            try:
+                leading = leader(tasks)
+            except ClusterError:
+                continue  # a cluster being created or removed: no worker 0 yet
+            self.inventory.add_child(self.inventory.add_group(group_name(cluster, LEADER)), leading['host'])
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)

@@ -175,8 +175,9 @@ def leader(cluster_tasks):
 
     It decides completion, its model and logs are collected, the servers stop once it is gone.
     """
+    types = set(t['type'] for t in cluster_tasks)
     for task in cluster_tasks:
-        if leads(task['type'], task['index'], cluster_spec(cluster_tasks)):
+        if leads(task['type'], task['index'], types):
             return task
     raise ClusterError('no TF task leads this cluster: it has neither a chief nor a worker 0')
 
@@ -236,6 +237,9 @@ def coordinated(spec, task_type, index):
 
 
 def leads(task_type, index, spec):
-    """Whether this task leads the job: the chief, or worker 0 of a cluster that has no chief."""
+    """Whether this task leads the job: the chief, or worker 0 of a cluster that has no chief.
+
+    spec: the cluster spec, or any collection of the cluster's task types.
+    """
     return task_type in CHIEF_NAMES or (task_type == 'worker' and int(index) == 0
                                         and not any(name in spec for name in CHIEF_NAMES))

@@ -16,6 +16,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader
+
 display = Display()
 
 ARGUMENT_SPEC = {
@@ -35,7 +37,7 @@ ARGUMENT_SPEC = {
 
 
 def format_progress(status):
-    """One human line from the chief's status.json."""
+    """One human line from the leader's status.json."""
     step, target = status.get("step") or 0, status.get("target_steps") or 0
     pct = f" ({100.0 * step / target:.0f}%)" if target else ""
     parts = [f"step {step}/{target}{pct}"]
@@ -73,7 +75,12 @@ class ActionModule(ActionBase):
         host = args["host"]
         local = [t for t in args["cluster_tasks"] if t["host"] == host]
         remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
-        watches_chief = any(t["type"] == "chief" for t in local)
+        try:
+            leading = leader(args["cluster_tasks"])
+        except ClusterError as error:
+            raise AnsibleActionFail(f"cluster_tasks: {error}") from error
+        # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
+        watches_chief = leading["host"] == host
         probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_chief else {}
         module_args = {
             "work_dir": args["work_dir"],
@@ -117,7 +124,8 @@ class ActionModule(ActionBase):
 
             failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
             for task in failed:
-                if tolerate and task["name"].startswith("worker-") and task["name"] not in lost:
+                if (tolerate and task["type"] == "worker" and task["name"] != leading["name"]
+                        and task["name"] not in lost):
                     display.warning(describe_failure(task, host) + "\nTraining goes on with the other workers.")
                     lost.append(task["name"])
             failed = [t for t in failed if t["name"] not in lost]
@@ -141,7 +149,7 @@ class ActionModule(ActionBase):
                     last_step, last_print = status.get("step"), now
 
             tasks = {t["name"]: t for t in probe["tasks"]}
-            chief = tasks.get("chief-0")
+            chief = tasks.get(leading["name"])
             chief_done = chief is not None and not chief["running"] and chief.get("returncode") == 0
             if chief_done and chief_done_at is None:
                 chief_done_at = time.monotonic()
@@ -166,7 +174,7 @@ class ActionModule(ActionBase):
             dead = [a for a in unreachable if training and (a in seen_up or elapsed > args["startup_grace"])]
             for address in dead:
                 task = probe_names[address]
-                if tolerate and task["type"] == "worker" and task["name"] not in lost:
+                if tolerate and task["type"] == "worker" and task["name"] != leading["name"] and task["name"] not in lost:
                     display.warning(f"TF task {task['name']} ({address} on {task['host']}) stopped answering. "
                                     "Training goes on with the other workers (worker_loss=tolerate).")
                     lost.append(task["name"])
@@ -176,7 +184,7 @@ class ActionModule(ActionBase):
                 result.update(
                     failed=True,
                     failed_tasks=[probe_names[a]["name"] for a in sorted(dead)],
-                    msg=f"TF task(s) {names} stopped answering while the chief is training. "
+                    msg=f"TF task(s) {names} stopped answering while {leading['name']} leads the training. "
                         "Its host's own watch reports its log; see also the task logs under the job folder.",
                 )
                 return result

@@ -8,8 +8,10 @@ DOCUMENTATION = r"""
 module: training_report
 short_description: Write the run summary and the loss curve of a finished training job
 description:
-  - Reads the chief's C(result.json) and C(history.csv) that were collected into O(artifacts_dir)
+  - Reads the leader's C(result.json) and C(history.csv) that were collected into O(artifacts_dir)
     and writes C(summary.json) next to them, adding the wall-clock seconds of each deploy phase.
+  - A script of your own may write no C(result.json) or no model (O(required=false)): the summary then
+    lists what was not found and where it was looked for, with a warning; the script's exit code decided.
   - Draws the loss curve as C(loss.png) when matplotlib is available.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
@@ -39,6 +41,18 @@ options:
     type: list
     elements: str
     default: []
+  required:
+    description:
+      - Fail when C(result.json) was not collected (the training program of the collection always writes it).
+      - V(false) for a script of your own, which may write no result or model.
+    type: bool
+    default: true
+    version_added: 0.5.0
+  source:
+    description: Where the leader wrote its results (for example C(HOST:/var/lib/tfdist/CLUSTER)), named in the warnings.
+    type: str
+    default: ""
+    version_added: 0.5.0
 requirements:
   - matplotlib (optional, for the loss curve)
 attributes:
@@ -77,9 +91,15 @@ summary_path:
   returned: success
   type: str
 model_path:
-  description: Path of the trained model (loads with C(keras.models.load_model)).
+  description: Path of the trained model (loads with C(keras.models.load_model)); empty when your script wrote none.
   returned: success
   type: str
+missing:
+  description: The results that were not found, each as where it was looked for (also in C(summary.json)).
+  returned: success
+  type: list
+  elements: str
+  version_added: 0.5.0
 loss_curve_path:
   description: Path of loss.png, empty when matplotlib is missing or no history was recorded.
   returned: success
@@ -147,15 +167,26 @@ def main():
             "cloud": {"type": "str", "required": True},
             "clock": {"type": "dict", "default": {}},
             "lost_tasks": {"type": "list", "elements": "str", "default": []},
+            "required": {"type": "bool", "default": True},
+            "source": {"type": "str", "default": ""},
         },
         supports_check_mode=False,
     )
     folder = module.params["artifacts_dir"]
+    source = module.params["source"] or "the leader's job folder"
     result_path = os.path.join(folder, "result.json")
-    if not os.path.exists(result_path):
-        module.fail_json(msg=f"artifacts_dir: no result.json in {folder}; did the chief finish?")
-    with open(result_path) as handle:
-        result = json.load(handle)
+    model_path = os.path.join(folder, "model", "model.keras")
+    missing = [name for name, path in (("result.json", result_path), ("model/model.keras", model_path))
+               if not os.path.exists(path)]
+    if "result.json" in missing and module.params["required"]:
+        module.fail_json(msg=f"artifacts_dir: no result.json in {folder}; did the leader finish?")
+    for name in missing:
+        module.warn(f"your script wrote no {name}: looked for it in {source} (as $TFDIST_WORK_DIR/{name}); "
+                    "the job ended well by its exit code")
+    result = {}
+    if "result.json" not in missing:
+        with open(result_path) as handle:
+            result = json.load(handle)
 
     summary = dict(result)
     summary.update(
@@ -163,6 +194,7 @@ def main():
         cloud=module.params["cloud"],
         seconds=phase_seconds(module.params["clock"], result),
         lost_tasks=module.params["lost_tasks"],
+        missing=[f"{source}/{name}" for name in missing],
     )
     summary_path = os.path.join(folder, "summary.json")
     with open(summary_path, "w") as handle:
@@ -182,7 +214,8 @@ def main():
         changed=True,
         summary=summary,
         summary_path=summary_path,
-        model_path=os.path.join(folder, "model", "model.keras"),
+        model_path="" if "model/model.keras" in missing else model_path,
+        missing=summary["missing"],
         loss_curve_path=curve_path,
     )
 

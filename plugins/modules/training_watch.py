@@ -10,11 +10,11 @@ module: training_watch
 short_description: Follow a TF training job until it finishes, printing progress
 description:
   - Polls the host with M(tfdist.cluster.training_status) every O(poll_interval) seconds.
-  - On the host that runs the chief, prints a progress line (step, loss, examples/s, ETA) as
+  - On the host that runs the leader (the chief, or worker 0 of a cluster without one), prints a progress line (step, loss, examples/s, ETA) as
     training advances and checks that the TF tasks of the other hosts still answer on their ports.
   - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
     the tail of its log; or when a task on another host stops answering while the chief trains.
-  - Returns when the chief has finished successfully; on other hosts, when their tasks have ended cleanly.
+  - Returns when the leader has finished successfully; on other hosts, when their tasks have ended cleanly.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:

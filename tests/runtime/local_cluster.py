@@ -53,20 +53,26 @@ def free_ports(count):
             s.close()
 
 
-def layout(workers, ps, evaluators=0):
-    tasks = [("chief", 0)] + [("worker", i) for i in range(workers)] + [("ps", i) for i in range(ps)]
-    tasks += [("evaluator", i) for i in range(evaluators)]
-    ports = free_ports(len(tasks))
-    return [{"type": t, "index": i, "name": "%s-%d" % (t, i), "address": "127.0.0.1:%d" % p}
-            for (t, i), p in zip(tasks, ports)]
+def _cluster():
+    """The collection's cluster model (layout, cluster spec, leader)."""
+    _collection_loader()
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster as model
+
+    return model
+
+
+def layout(workers, ps, evaluators=0, chiefs=1):
+    """The tasks of the cluster model's layout on free local ports; address is HOST:PORT here."""
+    model = _cluster()
+    tasks = model.layout(workers, ps, evaluators, chiefs=chiefs)
+    for task, port in zip(tasks, free_ports(len(tasks))):
+        task.update(name=model.task_name(task["type"], task["index"]), address="127.0.0.1:%d" % port)
+    return tasks
 
 
 def cluster_spec(tasks):
-    spec = {}
-    for task in tasks:
-        if task["type"] != "evaluator":
-            spec.setdefault(task["type"], []).append(task["address"])
-    return spec
+    return _cluster().cluster_spec([dict(t, address=t["address"].rsplit(":", 1)[0], port=t["address"].rsplit(":", 1)[1])
+                                    for t in tasks])
 
 
 def role_variables(work_dir, **training):
@@ -166,13 +172,12 @@ def prepare(work_dir, tasks, **training):
 def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
     """Lay down and start every task (servers first, chief last); returns {name: task_dir}."""
     dirs = prepare(work_dir, tasks, **training)
-    chief = next(t for t in tasks if t["type"] == "chief")
-    order = {"ps": 0, "worker": 1, "evaluator": 2, "chief": 3}
-    for task in sorted(tasks, key=lambda t: (order[t["type"]], t["index"])):
+    chief = _cluster().leader(tasks)  # the chief, or worker 0 without one
+    for task in _cluster().launch_order(tasks):
         task_dir = dirs[task["name"]]
         args = ["start", "--name", task["name"], "--dir", task_dir,
                 "--env-from-file", "TF_CONFIG=%s" % os.path.join(task_dir, "tf_config.json")]
-        if task["type"] != "chief":
+        if task["name"] != chief["name"]:
             # An evaluator ends by itself after the last checkpoint: give it time to read that one.
             grace = gone_grace + 15 if task["type"] == "evaluator" else gone_grace
             args += ["--stop-when-gone", chief["address"], "--gone-grace", str(grace)]

@@ -121,6 +121,44 @@ def test_relaunch_with_a_larger_target_resumes_from_the_checkpoint(ps_job):
     assert sum(after["worker_steps"]) == 100
 
 
+def test_parameter_server_job_without_a_chief_is_coordinated_by_worker_0(tmp_path):
+    """A classic cluster (workers and a ps, no chief): worker 0 coordinates, the other workers compute."""
+    tasks = lc.layout(workers=3, ps=1, chiefs=0)
+    dirs = {}
+    try:
+        dirs = lc.start_cluster(str(tmp_path), tasks, gone_grace=3, steps=120)
+        leader = lc.wait_exit(dirs["worker-0"], TIMEOUT)
+        assert leader["returncode"] == 0, lc.log_tail(dirs["worker-0"])
+        result = read_json(tmp_path / "result.json")
+        assert (result["strategy"], result["num_workers"], result["num_ps"], result["steps"]) == (
+            "parameter_server", 2, 1, 120)
+        assert min(result["worker_steps"]) > 0  # worker-1 and worker-2 both computed
+        assert (tmp_path / "model" / "model.keras").is_file()
+        servers = ["worker-1", "worker-2", "ps-0"]
+        assert wait_all_ended(dirs, servers, 60)
+        for name in servers:
+            st = lc.status(dirs[name])
+            assert (st["returncode"], st["reason"]) == (0, "chief finished"), name
+    finally:
+        lc.stop_all(dirs)
+
+
+def test_multi_worker_mirrored_job_without_a_chief(tmp_path):
+    """Two workers and no chief: worker 0 leads, writes the model and the result."""
+    tasks = lc.layout(workers=2, ps=0, chiefs=0)
+    dirs = {}
+    try:
+        dirs = lc.start_cluster(str(tmp_path), tasks, gone_grace=3, steps=60, strategy="multi_worker_mirrored")
+        for name in ("worker-0", "worker-1"):
+            st = lc.wait_exit(dirs[name], TIMEOUT)
+            assert st["returncode"] == 0, lc.log_tail(dirs[name])
+        result = read_json(tmp_path / "result.json")
+        assert (result["strategy"], result["num_workers"], result["steps"]) == ("multi_worker_mirrored", 2, 60)
+        assert (tmp_path / "model" / "model.keras").is_file()
+    finally:
+        lc.stop_all(dirs)
+
+
 def test_multi_worker_mirrored_job_with_an_evaluator(tmp_path):
     work = tmp_path / "mwms"
     tasks = lc.layout(workers=1, ps=0, evaluators=1)

@@ -67,7 +67,7 @@ def parse_args(argv=None, settings=None):
                    help="this task's type (default: TF_CONFIG, else %s)" % settings["job_name"])
     g.add_argument("--task_index", type=int, help="this task's index (default: TF_CONFIG, else %d)"
                    % int(settings["task_index"]))
-    g.add_argument("--chief_host", help="HOST:PORT of the chief (coordinator)")
+    g.add_argument("--chief_host", "--master_host", help="HOST:PORT of the chief (coordinator), if the cluster has one")
     g.add_argument("--worker_hosts", help="comma-separated HOST:PORT of the workers")
     g.add_argument("--ps_hosts", help="comma-separated HOST:PORT of the parameter servers")
     t = p.add_argument_group("training")
@@ -136,8 +136,10 @@ def resolve_cluster(args):
     fallback_job, fallback_index = args.fallback_task
     job = args.job_name or task.get("type") or fallback_job
     index = args.task_index if args.task_index is not None else int(task.get("index", fallback_index))
-    if job == "master":
+    if job == "master":  # Estimator-era TF_CONFIG: the chief is called master
         job = "chief"
+    if "master" in cluster:
+        cluster["chief"] = cluster.pop("master")
     cluster.pop("evaluator", None)  # evaluators read checkpoints; they are no cluster members
     if cluster and job != "evaluator" and index >= len(cluster.get(job, [])):
         raise SystemExit("task %s:%d is not in the cluster %s" % (job, index, json.dumps(cluster)))

@@ -10,7 +10,7 @@ import signal
 import sys
 import traceback
 
-from .._cluster import leads
+from .._cluster import coordinated, leads
 from .cli import parse_args, resolve_cluster
 from .data import load_data
 from .progress import Progress, log
@@ -22,6 +22,10 @@ def main(argv=None, settings=None):
     args = parse_args(argv, settings)
     cluster, job, index = resolve_cluster(args)
     is_chief = leads(job, index, cluster)
+    if args.strategy == "parameter_server" and cluster:
+        # Without a chief, worker 0 coordinates and the other workers compute (one rule: _cluster.coordinated).
+        cluster, job, index = coordinated(cluster, job, index)
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
     os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")  # TF's advice for parameter-server clusters
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     log("task %s:%d, strategy %s, cluster %s" % (job, index, args.strategy, json.dumps(cluster) or "none"))

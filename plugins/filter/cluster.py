@@ -11,9 +11,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 
 
-def tf_tasks(hostvars, hosts, default_port=_cluster.DEFAULT_PORT):
+def tf_tasks(hostvars, hosts=None, default_port=_cluster.DEFAULT_PORT, groups=None, cluster_group=None, role_groups=None):
     try:
-        return _cluster.tasks(hostvars, hosts, default_port)
+        return _cluster.tasks(hostvars, hosts, default_port, groups, cluster_group, role_groups)
     except _cluster.ClusterError as e:
         raise AnsibleFilterError(str(e)) from e
 

@@ -84,27 +84,103 @@ def layout(workers, ps=0, evaluators=0, port_base=None, chiefs=1):
     return tasks
 
 
-def host_tasks(host, hostvars):
-    """The tasks one inventory host runs: its tfdist_tasks list, or the one task tfdist_role/tfdist_index name."""
+# The inventory groups named after the TF roles, as a plain static inventory or the Infrastructure Manager's
+# (it names groups after the RADL systems: ps, worker, ...) has them: TF task type -> group name.
+ROLE_GROUPS = {task_type: task_type for task_type in TASK_TYPES}
+# Host variables that give a host its tasks themselves (they win over the groups it is in).
+HOST_TASK_VARS = ('tfdist_tasks', TAG_ROLE)
+
+
+def role_groups(names=None):
+    """The inventory group of each TF task type: the TF role's own name, or the one `names` gives it."""
+    merged = dict(ROLE_GROUPS)
+    for task_type, group in (names or {}).items():
+        if task_type not in TASK_TYPES:
+            raise ClusterError('role groups: %r is not a TF task type (known: %s)' % (task_type, ', '.join(TASK_TYPES)))
+        if group:
+            merged[task_type] = str(group)
+    return merged
+
+
+def _looked_for(names, cluster_group=None):
+    """The groups a host was looked for in, for an error message: 'tfdist_demo, chief, worker, ps, evaluator'."""
+    return ', '.join(([cluster_group] if cluster_group else []) + [names[t] for t in TASK_TYPES])
+
+
+def cluster_hosts(groups, cluster_group=None, names=None):
+    """The hosts of a cluster: those of its group (tfdist_<cluster>) when the inventory has it, else every host
+    of the role groups (chief, worker, ps, evaluator), each once, in that order."""
+    names = role_groups(names)
+    if cluster_group and cluster_group in groups:
+        return list(groups[cluster_group])
+    hosts = []
+    for task_type in TASK_TYPES:
+        hosts += [h for h in groups.get(names[task_type]) or [] if h not in hosts]
+    if not hosts:
+        raise ClusterError('no TF task: none of the inventory groups %s has hosts; put each host in the group '
+                           'of its TF role, or give it the host variables tfdist_role and tfdist_index'
+                           % _looked_for(names, cluster_group))
+    return hosts
+
+
+def role_members(groups, hosts, hostvars, names=None):
+    """Per TF task type, the cluster's hosts in its role group that have no tasks of their own (no tfdist_tasks,
+    no tfdist_role), in inventory order: a host's place in that list is its task index."""
+    names = role_groups(names)
+    wanted = set(hosts)
+    return {task_type: [h for h in groups.get(names[task_type]) or []
+                        if h in wanted and not any(v in hostvars.get(h, {}) for v in HOST_TASK_VARS)]
+            for task_type in TASK_TYPES}
+
+
+def host_tasks(host, hostvars, members=None, default_port=DEFAULT_PORT, looked_for=None):
+    """The tasks one inventory host runs.
+
+    Its tfdist_tasks list, or the one task tfdist_role/tfdist_index name (host variables win); else one task per
+    role group the host is in (`members`, from role_members), indexed by its place in the group. A second task
+    on one host gets the next port.
+    """
     listed = hostvars.get('tfdist_tasks')
     if listed is not None:
         return list(listed)
-    if TAG_ROLE not in hostvars:
-        raise ClusterError('host %s has neither tfdist_tasks nor %s' % (host, TAG_ROLE))
-    return [{'type': hostvars[TAG_ROLE], 'index': hostvars.get(TAG_INDEX, 0)}]
+    if TAG_ROLE in hostvars:
+        return [{'type': hostvars[TAG_ROLE], 'index': hostvars.get(TAG_INDEX, 0)}]
+    found = []
+    for task_type in TASK_TYPES:
+        if host in (members or {}).get(task_type, ()):
+            task = {'type': task_type, 'index': members[task_type].index(host)}
+            if found:
+                task['port'] = int(default_port) + len(found)
+            found.append(task)
+    if not found:
+        raise ClusterError('host %s is in none of the inventory groups %s and has neither tfdist_tasks nor %s: '
+                           'put it in the group of its TF role'
+                           % (host, looked_for or _looked_for(ROLE_GROUPS), TAG_ROLE))
+    return found
 
 
-def tasks(hostvars, hosts, default_port=DEFAULT_PORT):
+def tasks(hostvars, hosts=None, default_port=DEFAULT_PORT, groups=None, cluster_group=None, role_group_names=None):
     """Every TF task the hosts run (type, index, name, host, address, port), checked and sorted by type and index.
+
+    `hosts` are the cluster's hosts; without them, the hosts of `cluster_group` when `groups` (the inventory's
+    groups) has it, else every host of the role groups. With `groups`, a host without host variables runs the
+    task of each role group it is in (role_group_names: TF task type -> group name, default the type itself).
 
     A task's address is the host's tfdist_private_ip, else its ansible_host, else its name: TF traffic
     stays inside the cluster network.
     """
+    names = role_groups(role_group_names)
+    if hosts is None:
+        if groups is None:
+            raise ClusterError('no TF task: neither the cluster hosts nor the inventory groups were given')
+        hosts = cluster_hosts(groups, cluster_group, names)
+    members = role_members(groups, hosts, hostvars, names) if groups is not None else None
+    looked_for = _looked_for(names)
     found = []
     for host in hosts:
         variables = hostvars[host]
         address = variables.get('tfdist_private_ip') or variables.get('ansible_host') or host
-        for task in host_tasks(host, variables):
+        for task in host_tasks(host, variables, members, default_port, looked_for):
             if task['type'] not in TASK_TYPES:
                 raise ClusterError('host %s: unknown TF task type %r (known: %s)'
                                    % (host, task['type'], ', '.join(TASK_TYPES)))

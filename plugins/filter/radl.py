@@ -12,7 +12,15 @@ description:
     Infrastructure Manager). The text reads back through the lookup to the same counts, nodes, cloud, region and ports.
   - A public network with the O(_input.ports) as C(outports), a private network, one C(system) per role with nodes
     (C(instance_type), C(disk.0.image.url) in the IM form, C(gpu.count) when above 0, the chief on both networks
-    and the others on the private one only) and a C(deploy) line per role.
+    and the others on the private one only; without a chief the workers take its place) and a C(deploy) line per
+    role.
+  - What the IM needs to make the VMs a TF cluster itself. Every system asks for the application
+    C(ansible.collections.tfdist.cluster) with the O(collection_version), which the IM installs with
+    C(ansible-galaxy) on its master. C(configure) recipes (lists of plays without C(hosts:), which the IM adds) run
+    the roles P(tfdist.cluster.tensorflow#role) on every system, P(tfdist.cluster.hdfs#role) on the chief and
+    workers when O(_input.hdfs) is true, and P(tfdist.cluster.training#role) on every system, in C(contextualize)
+    steps 1, 2 and 3. The IM names its inventory groups after the systems (C(chief), C(worker), C(ps),
+    C(evaluator)), where the roles look for the cluster's layout.
   - The cloud, region and endpoint are written only inside image URLs, so a shape without images keeps none of them.
 options:
   _input:
@@ -20,6 +28,11 @@ options:
     type: dict
     required: true
     suboptions:
+      chief:
+        description: Number of chiefs, 1 or 0 (then worker 0 leads the cluster and the RADL has no chief system).
+        type: int
+        default: 1
+        choices: [0, 1]
       workers:
         description: Number of workers.
         type: int
@@ -56,6 +69,16 @@ options:
       source:
         description: Where the shape came from; written in the header comment.
         type: str
+      hdfs:
+        description: Whether the cluster runs HDFS; adds the C(hdfs) configure step. The lookup does not read it back.
+        type: bool
+        default: false
+  collection_version:
+    description:
+      - The version of C(tfdist.cluster) that the IM installs on the systems, dotted numbers such as V(1.2.0).
+      - Defaults to the version of the collection this filter comes from (its C(MANIFEST.json), or C(galaxy.yml) in
+        a source checkout); none found, the application names no version.
+    type: str
 '''
 
 EXAMPLES = r'''
@@ -66,6 +89,10 @@ EXAMPLES = r'''
          | tfdist.cluster.to_radl }}
     dest: radl/ps1-workers4.radl
     mode: "0644"
+
+- name: The classic cluster, 1 ps and 2 workers without a chief, with HDFS, for a given release of tfdist
+  ansible.builtin.debug:
+    msg: "{{ {'chief': 0, 'workers': 2, 'ps': 1, 'hdfs': true} | tfdist.cluster.to_radl(collection_version='1.0.0') }}"
 
 - name: RADL from scratch, for the Infrastructure Manager
   ansible.builtin.debug:
@@ -80,14 +107,39 @@ _value:
   type: str
 '''
 
+import json
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._radl import TfdistRadlError, dump_cluster
 
+# The collection's root: plugins/filter/radl.py -> ../..
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-def to_radl(cluster):
+
+def own_version(root=ROOT):
+    """The version of the collection at `root`: MANIFEST.json when installed, galaxy.yml in a checkout; else None."""
     try:
-        return dump_cluster(cluster)
+        with open(os.path.join(root, 'MANIFEST.json'), encoding='utf-8') as f:
+            return str(json.load(f)['collection_info']['version'])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        with open(os.path.join(root, 'galaxy.yml'), encoding='utf-8') as f:
+            for line in f:
+                if line.startswith('version:'):
+                    return line.split(':', 1)[1].split('#')[0].strip().strip('"\'') or None
+    except OSError:
+        pass
+    return None
+
+
+def to_radl(cluster, collection_version=None):
+    if collection_version is None:
+        collection_version = own_version()
+    try:
+        return dump_cluster(cluster, collection_version=collection_version)
     except TfdistRadlError as e:
         raise AnsibleFilterError(str(e)) from None
 

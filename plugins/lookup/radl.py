@@ -13,8 +13,10 @@ description:
   - Each C(system) is one TF role, by its name (C(chief), C(worker), C(ps), C(evaluator)) or, for a system named
     otherwise, by its C(tfdist.role) feature. Its C(instance_type) is the node size, C(disk.0.image.url) the image,
     the lower bound of C(gpu.count) the GPUs per node.
-  - C(deploy SYSTEM N) lines give the counts. A system without one is not deployed, except the chief, which is
-    always one. A cluster needs a chief and at least one worker; each system has at most one deploy line.
+  - C(deploy SYSTEM N) lines give the counts, N 1 or more. A system without one is not deployed, except the chief,
+    which is always one. A cluster needs at least one worker, and one chief or none. Without a chief system
+    (C(chief) is 0) worker 0 leads the cluster, as in the classic clusters of the TF1 era. Each system has at most
+    one deploy line.
   - Image URLs are in the IM form, C(aws://REGION/AMI), C(gce://ZONE/IMAGE), C(azr://PUBLISHER/OFFER/SKU/VERSION),
     C(ost://SERVER[:PORT]/IMAGE_ID) or C(docker://IMAGE[:TAG]); they set the cloud, and the region or OpenStack server,
     which all systems must share. A system without an image URL gets the cloud profile's default image.
@@ -41,6 +43,12 @@ EXAMPLES = r'''
   ansible.builtin.set_fact:
     cluster: "{{ lookup('tfdist.cluster.radl', playbook_dir ~ '/../radl/ps1-workers2.radl') }}"
 
+- name: The classic cluster without a chief (1 ps, 2 workers; worker 0 leads)
+  ansible.builtin.debug:
+    msg: "chief={{ classic.chief }} workers={{ classic.workers }} ps={{ classic.ps }}"
+  vars:
+    classic: "{{ lookup('tfdist.cluster.radl', 'radl/classic.radl') }}"
+
 - name: Say what the file describes
   ansible.builtin.debug:
     msg: >-
@@ -63,6 +71,9 @@ _raw:
     source:
       description: Absolute path of the file.
       type: str
+    chief:
+      description: Number of chiefs, 1, or 0 when the file has no chief system (then worker 0 leads).
+      type: int
     workers:
       description: Number of workers, 1 or more.
       type: int
@@ -76,7 +87,7 @@ _raw:
       description:
         - Role (C(chief), C(worker), C(ps), C(evaluator)) to its nodes' C(size) (the instance type, or null),
           C(image) (the cloud's image id, or null for the profile's default) and C(gpus) (an int).
-        - Only the roles with nodes, the chief always.
+        - Only the roles with nodes.
       type: dict
       sample: {chief: {size: t3.large, image: ami-0abc, gpus: 0}, worker: {size: g5.xlarge, image: ami-0abc, gpus: 1}}
     cloud:

@@ -15,7 +15,7 @@ import re
 import traceback
 from collections.abc import Mapping
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TASK_TYPES
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TASK_TYPES, count_error
 
 try:
     from radl import radl_parse
@@ -36,6 +36,14 @@ CLOUD_SCHEMES = {cloud: scheme for scheme, cloud in SCHEMES.items()}
 CLOUDS = tuple(CLOUD_SCHEMES)
 
 DEFAULT_PORTS = (22,)
+
+# What the RADL written back asks the IM to install on every system, and how.
+COLLECTION = 'tfdist.cluster'
+APPLICATION = 'ansible.collections.' + COLLECTION
+# The IM's own RADL check takes a version of dotted numbers only (radl.radl.is_version).
+VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+)*$')
+# configure name -> (step, the roles it runs on, when the shape asks for it), in contextualization order.
+CONFIGURE_STEPS = (('tensorflow', 1), ('hdfs', 2), ('training', 3))
 
 
 class TfdistRadlError(Exception):
@@ -59,7 +67,8 @@ def load_cluster(path):
 def parse_cluster(text, source=None):
     """The cluster shape that RADL `text` describes; `source` (the file) starts every error message.
 
-    Returns {source, workers, ps, evaluators, nodes: {role: {size, image, gpus}}, cloud, region, endpoint, ports}.
+    Returns {source, chief, workers, ps, evaluators, nodes: {role: {size, image, gpus}}, cloud, region, endpoint,
+    ports}; chief is 1, or 0 for a RADL without a chief system (worker 0 leads the cluster).
     """
     # The lexer knows no carriage return: it would drop it, or reject it once _strict() is on.
     text = text.replace('\r\n', '\n')
@@ -70,6 +79,7 @@ def parse_cluster(text, source=None):
     counts = _counts(doc, roles, where)
     cluster = {
         'source': source,
+        'chief': counts['chief'],
         'workers': counts['worker'],
         'ps': counts['ps'],
         'evaluators': counts['evaluator'],
@@ -92,12 +102,23 @@ def parse_cluster(text, source=None):
     return cluster
 
 
-def dump_cluster(cluster):
-    """RADL text for a cluster shape, as parse_cluster returns it; parses back to the same shape."""
+def dump_cluster(cluster, collection_version=None):
+    """RADL text for a cluster shape, as parse_cluster returns it; parses back to the same shape.
+
+    Besides the systems and deploy lines, the text asks the Infrastructure Manager to make the VMs a TF cluster:
+    every system needs the application ansible.collections.tfdist.cluster (`collection_version` when given, dotted
+    numbers), and `configure` recipes run the tfdist roles by their full names, in `contextualize` steps: tensorflow
+    on every system, then hdfs on the chief and workers when the shape says `hdfs: true`, then training everywhere.
+    The IM names its inventory groups after the systems, which are named after the TF roles.
+    """
     shape = _checked_shape(cluster)
-    counts = {'chief': 1, 'worker': shape['workers'], 'ps': shape['ps'], 'evaluator': shape['evaluators']}
+    version = _collection_version(collection_version)
+    counts = {'chief': shape['chief'], 'worker': shape['workers'], 'ps': shape['ps'],
+              'evaluator': shape['evaluators']}
     summary = ', '.join('%d %s%s' % (n, role, 's' if n > 1 and role != 'ps' else '')
                         for role, n in counts.items() if n)
+    if not shape['chief']:
+        summary += ' (no chief: worker 0 leads)'
     lines = ['# tfdist cluster: %s.' % summary, '# Written by tfdist.cluster.to_radl.']
     if shape['source']:
         lines.append('# Based on %s.' % _one_line(shape['source']))
@@ -105,9 +126,14 @@ def dump_cluster(cluster):
     if shape['ports']:
         public.append('outports = %s' % _quote(','.join(_port_spec(p) for p in shape['ports'])))
     lines += ['network public (%s)' % ' and '.join(public), 'network private ()', '']
-    for role in TASK_TYPES:
-        if not counts[role]:
-            continue
+    # The leader (the chief, or the workers when there is none) is the SSH entry point; every TF task talks on the
+    # private network.
+    entry = 'chief' if counts['chief'] else 'worker'
+    application = 'name = %s' % _quote(APPLICATION)
+    if version:
+        application += ' and version = %s' % _quote(version)
+    roles = [role for role in TASK_TYPES if counts[role]]
+    for role in roles:
         node = shape['nodes'][role]
         features = []
         if node['size']:
@@ -117,12 +143,72 @@ def dump_cluster(cluster):
             features.append('disk.0.image.url = %s' % _quote(url))
         if node['gpus']:
             features.append('gpu.count = %d' % node['gpus'])
-        # The chief is the SSH entry point; every TF task talks on the private network.
-        networks = ('public', 'private') if role == 'chief' else ('private',)
+        networks = ('public', 'private') if role == entry else ('private',)
         features += ["net_interface.%d.connection = '%s'" % (i, net) for i, net in enumerate(networks)]
+        features.append('disk.0.applications contains (%s)' % application)
         lines += ['system %s (' % role, '    ' + ' and\n    '.join(features), ')', '']
-    lines += ['deploy %s %d' % (role, n) for role, n in counts.items() if n]
+    steps = _configure_steps(shape, roles)
+    for name, recipe in _recipes(shape, counts).items():
+        if any(step[1] == name for step in steps):
+            lines += ['configure %s (' % name, '@begin', recipe.rstrip('\n'), '@end', ')', '']
+    lines += ['contextualize (']
+    lines += ['    system %s configure %s step %d' % step for step in steps]
+    lines += [')', '']
+    lines += ['deploy %s %d' % (role, counts[role]) for role in roles]
     return '\n'.join(lines) + '\n'
+
+
+def _collection_version(version):
+    if version is None or version == '':
+        return None
+    if not isinstance(version, str) or not VERSION_RE.match(version):
+        raise TfdistRadlError("to_radl: collection_version %r: the IM's RADL takes a version of dotted numbers "
+                              "(such as 1.2.0)" % (version,))
+    return version
+
+
+def _configure_steps(shape, roles):
+    """(system, configure, step) in the order the IM runs them: by step, then the systems in role order."""
+    where = {'tensorflow': roles, 'training': roles,
+             'hdfs': [r for r in roles if r in ('chief', 'worker')] if shape['hdfs'] else []}
+    return [(role, name, step) for name, step in CONFIGURE_STEPS for role in where[name]]
+
+
+def _recipes(shape, counts):
+    """configure name -> recipe: a YAML list of plays without `hosts:`, which the IM adds (IM_HOST)."""
+    strategy = 'parameter_server' if counts['ps'] else 'multi_worker_mirrored'
+    if counts['chief']:
+        namenode = ['        hdfs_namenode_group: chief']
+    else:
+        namenode = ['        hdfs_namenode_host: "{{ groups[\'worker\'][0] }}"  # worker 0 leads without a chief']
+    return {
+        'tensorflow': '\n'.join([
+            '---',
+            '- name: Install TensorFlow',
+            '  gather_facts: true',
+            '  roles:',
+            '    - role: %s.tensorflow' % COLLECTION,
+        ]),
+        'hdfs': '\n'.join([
+            '---',
+            '- name: Run HDFS, the NameNode on the leader and a DataNode on each worker',
+            '  gather_facts: true',
+            '  roles:',
+            '    - role: %s.hdfs' % COLLECTION,
+            '      vars:',
+        ] + namenode + [
+            '        hdfs_datanode_group: worker',
+        ]),
+        'training': '\n'.join([
+            '---',
+            '- name: Lay down and launch the training job',
+            '  gather_facts: true',
+            '  roles:',
+            '    - role: %s.training' % COLLECTION,
+            '      vars:',
+            '        training_strategy: %s' % strategy,
+        ]),
+    }
 
 
 def image_url(cloud, image, region=None, endpoint=None):
@@ -269,7 +355,11 @@ def _check_deploys(doc, where):
             systems = ', '.join(sorted(names)) or 'none'
             raise where.error('deploy %r: no system named %r (systems: %s)' % (d.id, d.id, systems), d.line)
         if not isinstance(d.vm_number, int) or d.vm_number < 0:
-            raise where.error('%s: the count must be a whole number, 0 or more' % said, d.line)
+            raise where.error('%s: the count must be a whole number, 1 or more' % said, d.line)
+        if d.vm_number == 0:
+            # Leaving the line out is how a system stays undeployed; a 0 is more likely a slip.
+            raise where.error('%s: a deploy line with no VMs; remove the line (the system is then not deployed) '
+                              'or give a count of 1 or more' % said, d.line)
         if d.id in first:
             # IM would deploy the nodes of both lines; say so rather than pick one.
             raise where.error('%s: system %s is already deployed with %s at line %s; use one deploy line per system'
@@ -301,27 +391,31 @@ def _roles(doc, where):
 
 
 def _counts(doc, roles, where):
+    """role -> number of VMs. A chief system is one VM unless its deploy line says otherwise; no chief system, no chief."""
     deploys = {d.id: d for d in doc.deploys}
     systems = ', '.join(sorted(s.name for s in doc.systems)) or 'none'
-    if 'chief' not in roles:
-        raise where.error('no chief system; a cluster needs exactly one chief (systems: %s)' % systems)
     counts = {}
     for role, system in roles.items():
         d = deploys.get(system.name)
         # A system without a deploy line is not deployed, except the chief: the cluster has one anyway.
         counts[role] = d.vm_number if d else (1 if role == 'chief' else 0)
-        if role == 'chief' and counts[role] != 1:
-            raise where.error('deploy %s %d: a cluster has exactly one chief' % (system.name, counts[role]), d.line)
+        if role == 'chief' and counts[role] > 1:
+            raise where.error('deploy %s %d: a cluster has one chief, or none (leave the chief system out: '
+                              'worker 0 leads then)' % (system.name, counts[role]), d.line)
     if counts.get('worker', 0) < 1:
         system = roles.get('worker')
         if system is None:
-            raise where.error('no worker system; a cluster needs at least one worker (systems: %s)' % systems)
-        d = deploys.get(system.name)
-        if d is None:
-            raise where.error('system %r: no deploy line; a cluster needs at least one worker' % system.name,
-                              system.line)
-        raise where.error('deploy %s 0: a cluster needs at least one worker' % system.name, d.line)
-    return {role: counts.get(role, 0) for role in TASK_TYPES}
+            needs = ('a cluster needs at least one worker' if 'chief' in roles
+                     else 'a cluster without a chief needs at least one worker: worker 0 leads it')
+            what = 'no worker system' if 'chief' in roles else 'no chief and no worker system'
+            raise where.error('%s; %s (systems: %s)' % (what, needs, systems))
+        raise where.error('system %r: no deploy line; a cluster needs at least one worker' % system.name,
+                          system.line)
+    counts = {role: counts.get(role, 0) for role in TASK_TYPES}
+    problem = count_error(counts['chief'], counts['worker'], counts['ps'], counts['evaluator'], field_prefix='')
+    if problem:  # the cluster model's own rule, should it ever be stricter than the checks above
+        raise where.error(problem)
+    return counts
 
 
 def _node(system, where):
@@ -417,6 +511,7 @@ def _checked_shape(cluster):
                               % type(cluster).__name__)
     shape = {
         'source': cluster.get('source'),
+        'chief': _count(cluster, 'chief', 0, 1),
         'workers': _count(cluster, 'workers', 1, None),
         'ps': _count(cluster, 'ps', 0, 0),
         'evaluators': _count(cluster, 'evaluators', 0, 0),
@@ -424,8 +519,14 @@ def _checked_shape(cluster):
         'region': cluster.get('region'),
         'endpoint': cluster.get('endpoint'),
         'ports': cluster.get('ports', list(DEFAULT_PORTS)),
+        'hdfs': cluster.get('hdfs') or False,
         'nodes': {},
     }
+    problem = count_error(shape['chief'], shape['workers'], shape['ps'], shape['evaluators'], field_prefix='')
+    if problem:
+        raise TfdistRadlError('to_radl: ' + problem)
+    if not isinstance(shape['hdfs'], bool):
+        raise TfdistRadlError('to_radl: hdfs must be true or false, got %r' % (shape['hdfs'],))
     if shape['cloud'] is not None and shape['cloud'] not in CLOUDS:
         raise TfdistRadlError('to_radl: cloud %r: not one RADL can name; use %s or none'
                               % (shape['cloud'], ', '.join(CLOUDS)))

@@ -1,5 +1,6 @@
 """tfdist.cluster.to_radl filter: RADL text that reads back, through the lookup, to the same cluster."""
 
+import json
 import os
 
 import pytest
@@ -9,10 +10,10 @@ from ansible.plugins.loader import lookup_loader
 from ansible.template import Templar, trust_as_template
 from radl import radl_parse
 
-from ansible_collections.tfdist.cluster.plugins.filter.radl import to_radl
+from ansible_collections.tfdist.cluster.plugins.filter.radl import own_version, to_radl
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SHAPE_KEYS = ("workers", "ps", "evaluators", "nodes", "cloud", "region", "endpoint", "ports")
+SHAPE_KEYS = ("chief", "workers", "ps", "evaluators", "nodes", "cloud", "region", "endpoint", "ports")
 
 
 def read_back(path):
@@ -20,7 +21,7 @@ def read_back(path):
     return {key: shape[key] for key in SHAPE_KEYS}
 
 
-@pytest.mark.parametrize("name", ["ps1-workers2.radl", "aws-gpu-workers.radl", "docker-small.radl"])
+@pytest.mark.parametrize("name", ["ps1-workers2.radl", "aws-gpu-workers.radl", "docker-small.radl", "classic.radl"])
 def test_lookup_then_filter_then_lookup_is_the_same_cluster(name, tmp_path):
     source = os.path.join(REPO, "radl", name)
     templar = Templar(loader=DataLoader(), variables={"path": source})
@@ -35,7 +36,7 @@ def test_a_cluster_from_scratch_with_nodes_missing_size_and_image(tmp_path):
     radl_parse.parse_radl(text).check()
     (tmp_path / "new.radl").write_text(text)
     assert read_back(tmp_path / "new.radl") == {
-        "workers": 3, "ps": 0, "evaluators": 1,
+        "chief": 1, "workers": 3, "ps": 0, "evaluators": 1,
         "nodes": {"chief": {"size": None, "image": None, "gpus": 0},
                   "worker": {"size": None, "image": None, "gpus": 2},
                   "evaluator": {"size": "small", "image": None, "gpus": 0}},
@@ -47,3 +48,28 @@ def test_a_cluster_from_scratch_with_nodes_missing_size_and_image(tmp_path):
 def test_errors_name_the_field():
     with pytest.raises(AnsibleFilterError, match=r"^to_radl: nodes.worker.image 'ami-0abc': set cloud"):
         to_radl({"workers": 1, "nodes": {"worker": {"image": "ami-0abc"}}})
+
+
+def galaxy_version():
+    with open(os.path.join(REPO, "galaxy.yml")) as handle:
+        return next(line.split(":", 1)[1].strip() for line in handle if line.startswith("version:"))
+
+
+def test_the_im_installs_this_collection_at_its_own_version_by_default():
+    templar = Templar(loader=DataLoader(), variables={})
+    text = templar.template(trust_as_template("{{ {'chief': 0, 'workers': 2, 'ps': 1} | tfdist.cluster.to_radl }}"))
+    app = radl_parse.parse_radl(text).get_system_by_name("worker").getApplications()[0]
+    assert (app.getValue("name"), app.getValue("version")) == ("ansible.collections.tfdist.cluster", galaxy_version())
+    text = to_radl({"workers": 1}, collection_version="2.0.1")
+    assert "version = '2.0.1'" in text
+
+
+def test_an_installed_collection_takes_its_version_from_manifest_json(tmp_path):
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "3.1.4"}}))
+    assert own_version(str(tmp_path)) == "3.1.4"
+    assert own_version(str(tmp_path / "nowhere")) is None
+
+
+def test_a_version_the_im_cannot_read_names_the_option():
+    with pytest.raises(AnsibleFilterError, match=r"^to_radl: collection_version '1.0.0-rc1'"):
+        to_radl({"workers": 1}, collection_version="1.0.0-rc1")

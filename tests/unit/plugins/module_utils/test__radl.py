@@ -17,7 +17,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._radl import (
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 EXAMPLES = os.path.join(REPO, "radl")
-SHAPE_KEYS = ("workers", "ps", "evaluators", "nodes", "cloud", "region", "endpoint", "ports")
+SHAPE_KEYS = ("chief", "workers", "ps", "evaluators", "nodes", "cloud", "region", "endpoint", "ports")
 
 CHIEF_WORKER = "system chief ()\nsystem worker ()\n"
 
@@ -45,6 +45,7 @@ def test_classic_example_is_cloud_neutral():
     path = example("ps1-workers2.radl")
     assert load_cluster(path) == {
         "source": path,
+        "chief": 1,
         "workers": 2,
         "ps": 1,
         "evaluators": 0,
@@ -74,6 +75,21 @@ def test_docker_example_uses_the_node_image_on_host_size():
     assert (cluster["cloud"], cluster["region"]) == ("docker", None)
     assert cluster["nodes"] == {role: {"size": "host", "image": "tfdist/node-tf:2.21.0", "gpus": 0}
                                 for role in ("chief", "worker", "ps")}
+
+
+def test_classic_example_has_no_chief_and_worker_0_leads():
+    # As IM users write it: system ps and system worker only, with cpu/memory features.
+    cluster = load_cluster(example("classic.radl"))
+    assert (cluster["chief"], cluster["workers"], cluster["ps"], cluster["evaluators"]) == (0, 2, 1, 0)
+    assert sorted(cluster["nodes"]) == ["ps", "worker"]
+    assert cluster["cloud"] == "docker"
+
+
+def test_a_radl_without_a_chief_system_has_chief_0():
+    cluster = parse_cluster("system ps ()\nsystem worker ()\ndeploy ps 1\ndeploy worker 2\n", "classic.radl")
+    assert (cluster["chief"], cluster["workers"], cluster["ps"]) == (0, 2, 1)
+    with_chief = parse_cluster(CHIEF_WORKER + "deploy worker 1\n", "x.radl")
+    assert with_chief["chief"] == 1
 
 
 @pytest.mark.parametrize("name", sorted(n for n in os.listdir(EXAMPLES) if n.endswith(".radl")))
@@ -152,7 +168,7 @@ ERRORS = [
         "unexpected character '-' in: deploy worker -1", 3, id="negative count"),
     pytest.param(
         CHIEF_WORKER + "deploy worker 2.5\n",
-        "deploy worker 2.5: the count must be a whole number, 0 or more", 3, id="fractional count"),
+        "deploy worker 2.5: the count must be a whole number, 1 or more", 3, id="fractional count"),
     pytest.param(
         CHIEF_WORKER + "system chief ()\ndeploy worker 1\n",
         "system chief is already defined at line 1", 3, id="system twice"),
@@ -170,7 +186,12 @@ ERRORS = [
         "deploy 'workers': no system named 'workers' (systems: chief, ps, worker)", 4, id="unknown system"),
     pytest.param(
         CHIEF_WORKER + "system gpu-box (instance_type = 'g5.xlarge')\ndeploy worker 1\n",
-        "system 'gpu-box': not a TF role; name systems chief, worker, ps or evaluator", 3, id="not a role"),
+        "system 'gpu-box': not a TF role; name systems chief, worker, ps or evaluator "
+        "(or set tfdist.role = 'worker')", 3, id="not a role"),
+    pytest.param(
+        "system ps ()\nsystem worker ()\nsystem gpu-box ()\ndeploy ps 1\ndeploy worker 2\n",
+        "system 'gpu-box': not a TF role; name systems chief, worker, ps or evaluator", 3,
+        id="not a role without a chief"),
     pytest.param(
         CHIEF_WORKER + "system gpu-box (tfdist.role = 'gpu')\n",
         "system 'gpu-box': tfdist.role 'gpu' is not a TF role; use chief, worker, ps or evaluator", 3,
@@ -183,17 +204,20 @@ ERRORS = [
         "system 'gpu-box': role worker is already taken by system 'worker' (line 2); one system per role", 3,
         id="role twice"),
     pytest.param(
-        "system worker ()\ndeploy worker 2\n",
-        "no chief system; a cluster needs exactly one chief (systems: worker)", None, id="no chief"),
+        "system ps ()\ndeploy ps 1\n",
+        "no chief and no worker system; a cluster without a chief needs at least one worker: worker 0 leads it "
+        "(systems: ps)", None, id="no chief, no worker"),
     pytest.param(
         "# nothing here\n",
-        "no chief system; a cluster needs exactly one chief (systems: none)", None, id="empty file"),
+        "no chief and no worker system; a cluster without a chief needs at least one worker", None, id="empty file"),
     pytest.param(
         CHIEF_WORKER + "deploy chief 2\ndeploy worker 1\n",
-        "deploy chief 2: a cluster has exactly one chief", 3, id="two chiefs"),
+        "deploy chief 2: a cluster has one chief, or none (leave the chief system out: worker 0 leads then)", 3,
+        id="two chiefs"),
     pytest.param(
         CHIEF_WORKER + "deploy chief 0\ndeploy worker 1\n",
-        "deploy chief 0: a cluster has exactly one chief", 3, id="no chief deployed"),
+        "deploy chief 0: a deploy line with no VMs; remove the line (the system is then not deployed) "
+        "or give a count of 1 or more", 3, id="chief deployed 0"),
     pytest.param(
         CHIEF_WORKER + "deploy worker 2\ndeploy worker 3\n",
         "deploy worker 3: system worker is already deployed with 2 at line 3; use one deploy line per system", 4,
@@ -203,7 +227,11 @@ ERRORS = [
         "deploy worker 2: system worker is already deployed with 2 at line 3", 4, id="deployed twice"),
     pytest.param(
         CHIEF_WORKER + "deploy worker 0\n",
-        "deploy worker 0: a cluster needs at least one worker", 3, id="zero workers"),
+        "deploy worker 0: a deploy line with no VMs; remove the line (the system is then not deployed) "
+        "or give a count of 1 or more", 3, id="zero workers"),
+    pytest.param(
+        "system ps ()\nsystem worker ()\ndeploy worker 2\ndeploy ps 0\n",
+        "deploy ps 0: a deploy line with no VMs; remove the line", 4, id="zero ps"),
     pytest.param(
         CHIEF_WORKER,
         "system 'worker': no deploy line; a cluster needs at least one worker", 2, id="worker not deployed"),
@@ -274,8 +302,8 @@ def test_binary_is_not_radl(tmp_path):
 
 
 def test_text_without_a_file_is_named_as_such():
-    with pytest.raises(TfdistRadlError, match="^<radl text>: no chief system"):
-        parse_cluster("system worker ()\n")
+    with pytest.raises(TfdistRadlError, match="^<radl text>: no worker system"):
+        parse_cluster("system chief ()\n")
 
 
 def test_text_that_names_an_existing_file_is_still_read_as_radl():
@@ -299,14 +327,18 @@ def test_text_that_names_an_existing_file_is_still_read_as_radl():
     pytest.param({"workers": "2", "ps": "1", "nodes": {"ps": None, "worker": {"gpus": None}}},  # as -e gives them
                  id="strings"),
     pytest.param({"workers": 1, "nodes": {"ps": {"size": "m1.small"}}}, id="role without nodes"),
+    pytest.param({"chief": 0, "workers": 2, "ps": 1}, id="classic, no chief"),
+    pytest.param({"chief": "0", "workers": 1, "evaluators": 1, "cloud": "aws", "region": "us-east-1",
+                  "nodes": {"worker": {"image": "ami-0abc", "size": "g5.xlarge", "gpus": 1}}}, id="no chief on aws"),
+    pytest.param({"chief": 1, "workers": 2, "ps": 1, "hdfs": True}, id="chief, hdfs"),
 ])
 def test_dump_parses_back_to_the_same_shape(cluster):
     text = dump_cluster(cluster)
     radl_parse.parse_radl(text).check()
     back = parse_cluster(text, "written.radl")
-    counts = {"chief": 1, "worker": int(cluster["workers"]), "ps": int(cluster.get("ps", 0)),
+    counts = {"chief": int(cluster.get("chief", 1)), "worker": int(cluster["workers"]), "ps": int(cluster.get("ps", 0)),
               "evaluator": cluster.get("evaluators", 0)}
-    assert (back["workers"], back["ps"], back["evaluators"]) == (counts["worker"], counts["ps"], counts["evaluator"])
+    assert (back["chief"], back["workers"], back["ps"], back["evaluators"]) == tuple(counts.values())
     nodes = cluster.get("nodes", {})
     for role, count in counts.items():
         given = nodes.get(role) or {}
@@ -336,8 +368,68 @@ def test_dump_writes_the_chief_on_both_networks_and_the_others_on_the_private_on
     assert [(d.id, d.vm_number) for d in doc.deploys] == [("chief", 1), ("worker", 2), ("ps", 1)]
 
 
+def configures(text):
+    """configure name -> its plays, and the contextualize steps, as the radl package reads them."""
+    import yaml
+
+    doc = radl_parse.parse_radl(text)
+    doc.check()
+    plays = {c.name: yaml.safe_load(c.recipes) for c in doc.configures}
+    steps = [(item.system, item.configure, item.num) for item in doc.contextualize.items.values()]
+    return doc, plays, steps
+
+
+def test_dump_asks_the_im_for_the_collection_on_every_system():
+    doc, plays, steps = configures(dump_cluster({"workers": 2, "ps": 1}, collection_version="1.2.0"))
+    for system in doc.systems:
+        apps = [(a.getValue("name"), a.getValue("version")) for a in system.getApplications()]
+        assert apps == [("ansible.collections.tfdist.cluster", "1.2.0")], system.name
+    without = radl_parse.parse_radl(dump_cluster({"workers": 1}))
+    assert [a.getValue("version") for a in without.get_system_by_name("worker").getApplications()] == [None]
+
+
+def test_dump_runs_the_roles_in_contextualize_steps_tensorflow_then_training():
+    doc, plays, steps = configures(dump_cluster({"workers": 2, "ps": 1}))
+    assert sorted(plays) == ["tensorflow", "training"]  # no hdfs: the shape does not say hdfs
+    for name, recipe in plays.items():
+        # The IM merges only a list of plays into its own header, which sets hosts.
+        assert isinstance(recipe, list) and recipe, name
+        assert all(isinstance(play, dict) and "hosts" not in play for play in recipe), name
+    assert [r["role"] for r in plays["tensorflow"][0]["roles"]] == ["tfdist.cluster.tensorflow"]
+    assert [r["role"] for r in plays["training"][0]["roles"]] == ["tfdist.cluster.training"]
+    assert plays["training"][0]["roles"][0]["vars"]["training_strategy"] == "parameter_server"
+    assert steps == [("chief", "tensorflow", 1), ("worker", "tensorflow", 1), ("ps", "tensorflow", 1),
+                     ("chief", "training", 3), ("worker", "training", 3), ("ps", "training", 3)]
+
+
+def test_dump_with_hdfs_runs_it_on_the_leader_and_workers_between_the_two():
+    doc, plays, steps = configures(dump_cluster({"chief": 0, "workers": 2, "ps": 1, "hdfs": True}))
+    assert [s for s in steps if s[1] == "hdfs"] == [("worker", "hdfs", 2)]
+    assert [s[2] for s in steps] == sorted(s[2] for s in steps)
+    hdfs_vars = plays["hdfs"][0]["roles"][0]["vars"]
+    assert hdfs_vars == {"hdfs_namenode_host": "{{ groups['worker'][0] }}", "hdfs_datanode_group": "worker"}
+    doc, plays, steps = configures(dump_cluster({"workers": 2, "hdfs": True}))
+    assert [s for s in steps if s[1] == "hdfs"] == [("chief", "hdfs", 2), ("worker", "hdfs", 2)]
+    assert plays["hdfs"][0]["roles"][0]["vars"]["hdfs_namenode_group"] == "chief"
+    assert plays["training"][0]["roles"][0]["vars"]["training_strategy"] == "multi_worker_mirrored"
+
+
+def test_dump_without_a_chief_has_no_chief_system_and_the_workers_face_the_public_network():
+    text = dump_cluster({"chief": 0, "workers": 2, "ps": 1})
+    doc = radl_parse.parse_radl(text)
+    assert text.startswith("# tfdist cluster: 2 workers, 1 ps (no chief: worker 0 leads).\n")
+    assert doc.get_system_by_name("chief") is None
+    worker = doc.get_system_by_name("worker")
+    assert [worker.getValue("net_interface.%d.connection" % i) for i in (0, 1)] == ["public", "private"]
+    assert [(d.id, d.vm_number) for d in doc.deploys] == [("worker", 2), ("ps", 1)]
+    assert "chief" not in {item.system for item in doc.contextualize.items.values()}
+
+
 @pytest.mark.parametrize("cluster, expected", [
     ([1, 2], "to_radl: expected a cluster dict"),
+    ({"workers": 1, "chief": 2}, "to_radl: chief: a cluster has one chief or none (then worker 0 leads it), got 2"),
+    ({"workers": 1, "chief": -1}, "to_radl: chief must be a whole number, 0 or more, got -1"),
+    ({"workers": 1, "hdfs": "yes"}, "to_radl: hdfs must be true or false, got 'yes'"),
     ({}, "to_radl: workers must be a whole number, 1 or more, got None"),
     ({"workers": 0}, "to_radl: workers must be a whole number, 1 or more, got 0"),
     ({"workers": 1, "ps": -1}, "to_radl: ps must be a whole number, 0 or more, got -1"),
@@ -364,3 +456,10 @@ def test_dump_names_the_bad_field(cluster, expected):
     with pytest.raises(TfdistRadlError) as info:
         dump_cluster(cluster)
     assert str(info.value).startswith(expected), str(info.value)
+
+
+@pytest.mark.parametrize("version", ["1.0.0-rc1", "latest", 1.0])
+def test_dump_refuses_a_collection_version_the_im_cannot_read(version):
+    with pytest.raises(TfdistRadlError, match=r"^to_radl: collection_version .*: the IM's RADL takes a version of "
+                                              r"dotted numbers"):
+        dump_cluster({"workers": 1}, collection_version=version)

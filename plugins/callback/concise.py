@@ -1,0 +1,81 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""The tfdist stdout callback: ansible.builtin.default, with failures that show only what the user must fix."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: concise
+type: stdout
+author: tfdist maintainers (@tfdist)
+version_added: 0.5.0
+short_description: Ansible's default screen output, with short argument-spec failures
+description:
+  - The output of the C(ansible.builtin.default) callback, with every option of it (and of its result format,
+    for example C(callback_result_format=yaml)), and with the same lines for tasks, progress and recap.
+  - When a role's arguments fail validation (Ansible's automatic C(meta/argument_specs.yml) check, or an
+    C(ansible.builtin.validate_argument_spec) task), the failure shows C(msg) (each offending argument and,
+    for a choice, its allowed values) and C(argument_errors), not the role's whole argument specification
+    (C(argument_spec_data), often hundreds of lines) nor the arguments it was given (C(validate_args_context)
+    is kept, it names the role and entry point).
+  - At verbosity 3 (C(-vvv)) and above the failure is shown whole, as C(ansible.builtin.default) shows it.
+  - Used by the tfdist.cluster repository's C(ansible.cfg); set it in your own with
+    C(stdout_callback = tfdist.cluster.concise), or C(ANSIBLE_STDOUT_CALLBACK=tfdist.cluster.concise).
+extends_documentation_fragment:
+  - default_callback
+  - result_format_callback
+requirements:
+  - set as stdout callback in the configuration
+"""
+
+EXAMPLES = r"""
+# ansible.cfg
+# [defaults]
+# stdout_callback = tfdist.cluster.concise
+
+# or for one run:
+# ANSIBLE_STDOUT_CALLBACK=tfdist.cluster.concise ansible-playbook site.yml
+
+# A bad training_strategy then prints (callback_result_format=yaml):
+# fatal: [box]: FAILED! =>
+#     argument_errors:
+#     - 'value of training_strategy must be one of: parameter_server, multi_worker_mirrored, got: bogus'
+#     changed: false
+#     msg: |-
+#         Validation of arguments failed:
+#         value of training_strategy must be one of: parameter_server, multi_worker_mirrored, got: bogus
+"""
+
+from ansible.plugins.callback.default import CallbackModule as DefaultCallbackModule
+
+# What a failed argument-spec validation returns beyond its message and errors: the role's whole
+# specification, and the arguments that were checked (what the user wrote, or all of a role's defaults).
+ARGUMENT_SPEC_BULK = ('argument_spec_data', 'validate_args_context_data', 'validated_args')
+# Verbosity from which results are shown whole.
+WHOLE_FROM_VERBOSITY = 3
+
+
+def is_argument_spec_failure(result):
+    """Whether a task result is a failed argument-spec validation: it carries argument_errors (the callback
+    sees the result once Ansible has taken its failed flag out)."""
+    return bool(result.get('argument_errors'))
+
+
+def concise_result(result):
+    """The result to show: without the argument-spec bulk when it is a failed validation, else as it is."""
+    if not is_argument_spec_failure(result):
+        return result
+    return {key: value for key, value in result.items() if key not in ARGUMENT_SPEC_BULK}
+
+
+class CallbackModule(DefaultCallbackModule):
+    """ansible.builtin.default whose failure output leaves out the argument spec of a failed validation."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = 'stdout'
+    CALLBACK_NAME = 'tfdist.cluster.concise'
+
+    def _dump_results(self, result, *args, **kwargs):
+        if self._display.verbosity < WHOLE_FROM_VERBOSITY:
+            result = concise_result(result)
+        return super()._dump_results(result, *args, **kwargs)

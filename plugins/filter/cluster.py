@@ -83,24 +83,48 @@ def tf_cluster_name_error(name, field='cluster_name'):
     return ''
 
 
-def tf_node_specs(profile_nodes, overrides):
-    """Size and image per role: the cloud profile's, with those an override (a RADL file) sets on top."""
+# A role's constraints (least vCPUs, memory, GPUs): keys of a cloud profile's role and of a RADL node alike.
+_CONSTRAINT_KEYS = ('cpus', 'memory', 'gpus')
+
+
+def tf_node_specs(profile_nodes, overrides, source=None):
+    """Node settings per role (libcloud_node's roles[] options): the cloud profile's, with an override's on top.
+
+    An override (a RADL system, from the file `source`) sets the image, and either the size or constraints
+    (cpus, memory, gpus) from which libcloud_node picks the cheapest size; a size wins over constraints.
+    """
     specs = {}
     for role in _cluster.TASK_TYPES:
         spec = dict(profile_nodes.get(role) or {})
-        spec.update((key, value) for key, value in (overrides.get(role) or {}).items()
-                    if key in ('size', 'image') and value)
+        constraints = dict((key, spec.pop(key)) for key in _CONSTRAINT_KEYS if spec.get(key) is not None)
+        where = 'libcloud_nodes.%s' % role
+        override = overrides.get(role) or {}
+        wanted = dict((key, override[key]) for key in _CONSTRAINT_KEYS if override.get(key))
+        if override.get('size'):
+            spec['size'], constraints = override['size'], {}
+        elif wanted:
+            spec.pop('size', None)
+            constraints = wanted
+            where = "%ssystem '%s'" % (source + ': ' if source else 'RADL ', override.get('system') or role)
+        if override.get('image'):
+            spec['image'] = override['image']
+        if spec.get('size'):
+            constraints = {}
+        if any(constraints.values()):
+            spec['constraints'] = dict(constraints, source=where)
         if spec:
             specs[role] = spec
     return specs
 
 
 def tf_plan_line(role_spec, plan, nodes):
-    """One line of the cluster plan for a role: how many of what, and what deploy would create or remove."""
+    """One line of the cluster plan for a role: how many of what, what deploy would create or remove, and, for a
+    size chosen from constraints, why that size."""
     role = role_spec['role']
-    line = '%s: %s x %s (%s)' % (role, role_spec['count'], role_spec.get('size') or '?', role_spec.get('image') or '?')
-    running = [n['name'] for n in nodes if n.get('role') == role]
     todo = (plan or {}).get(role) or {}
+    size = role_spec.get('size') or todo.get('size') or '?'
+    line = '%s: %s x %s (%s)' % (role, role_spec['count'], size, role_spec.get('image') or '?')
+    running = [n['name'] for n in nodes if n.get('role') == role]
     parts = []
     if running:
         parts.append('running ' + ', '.join(running))
@@ -108,6 +132,8 @@ def tf_plan_line(role_spec, plan, nodes):
         parts.append('create ' + ', '.join(todo['to_create']))
     if todo.get('to_remove'):
         parts.append('remove ' + ', '.join(todo['to_remove']))
+    if todo.get('size_reason'):
+        parts.append('size ' + todo['size_reason'])
     return line + (': ' + '; '.join(parts) if parts else '')
 
 

@@ -9,9 +9,12 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
 CREDENTIALS = {
@@ -137,10 +140,26 @@ class AzureAccess(ClusterAccess):
                 'ex_use_managed_disks': True}
 
 
+# Standard_<family><vCPUs><additive features>_<version>: the feature p is an Arm CPU (Standard_D4ps_v5).
+_SIZE_NAME_RE = re.compile(r'^Standard_[A-Z]+\d+(?:-\d+)?([a-z]*)(?:_|$)')
+
+
+def size_facts(size):
+    """vCPUs (extra numberOfCores) and architecture of a VM size. Azure's size list says nothing of GPUs: the
+    N series (NC, ND, NV) have some, how many is unknown (None); every other series has none."""
+    extra = size.extra or {}
+    name = str(size.name or size.id)
+    gpus = None if name.startswith('Standard_N') else 0
+    match = _SIZE_NAME_RE.match(name)
+    arch = 'arm64' if match and 'p' in match.group(1) else 'x86_64'
+    return SizeFacts(to_int(extra.get('numberOfCores')), gpus, arch)
+
+
 PROVIDER = CloudProvider(
     'azure_arm',
     credentials=CREDENTIALS,
     tag_arg='ex_tags',
     list_images=list_images,
     access=AzureAccess,
+    size_facts=size_facts,
 )

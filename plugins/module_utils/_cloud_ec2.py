@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError, run_parallel
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
 CREDENTIALS = {
@@ -217,6 +218,21 @@ class Ec2Access(ClusterAccess):
         return kwargs
 
 
+# EC2 sizes with AMD GPUs (no CUDA): tfdist's GPUs are NVIDIA's.
+NON_CUDA_GPU_FAMILIES = ('g4ad',)
+
+
+def size_facts(size):
+    """vCPUs, NVIDIA GPUs and architecture of an instance type, from libcloud's offline data (extra vcpu, gpu,
+    physicalProcessor: the Graviton types are arm64)."""
+    extra = size.extra or {}
+    gpus = to_int(extra.get('gpu')) or 0
+    if str(size.id).split('.')[0] in NON_CUDA_GPU_FAMILIES:
+        gpus = 0
+    arch = 'arm64' if 'graviton' in str(extra.get('physicalProcessor', '')).lower() else 'x86_64'
+    return SizeFacts(to_int(extra.get('vcpu')), gpus, arch)
+
+
 PROVIDER = CloudProvider(
     'ec2',
     credentials=CREDENTIALS,
@@ -226,4 +242,5 @@ PROVIDER = CloudProvider(
     batch_create=batch_create,
     batch_destroy=batch_destroy,
     access=Ec2Access,
+    size_facts=size_facts,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
 CREDENTIALS = {
@@ -95,6 +96,19 @@ class GceAccess(ClusterAccess):
                 'ex_metadata': {'ssh-keys': '%s:%s' % (access['ssh_user'], access['public_key'])}}
 
 
+# Machine type series of Arm CPUs (Tau T2A, Axion C4A, N4A).
+ARM_SERIES = ('t2a', 'c4a', 'n4a')
+
+
+def size_facts(size):
+    """vCPUs (extra guestCpus), GPUs (the count of the accelerators attached to the machine type, as A2, A3 and G2
+    types have) and architecture of a machine type."""
+    extra = size.extra or {}
+    gpus = sum(to_int(acc.get('guestAcceleratorCount')) or 0 for acc in extra.get('accelerators') or [])
+    arch = 'arm64' if str(size.name).split('-')[0] in ARM_SERIES else 'x86_64'
+    return SizeFacts(to_int(extra.get('guestCpus')), gpus, arch)
+
+
 PROVIDER = CloudProvider(
     'gce',
     credentials=CREDENTIALS,
@@ -105,4 +119,5 @@ PROVIDER = CloudProvider(
     tag_arg='ex_labels',
     list_images=list_images,
     access=GceAccess,
+    size_facts=size_facts,
 )

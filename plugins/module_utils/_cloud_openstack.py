@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
 CREDENTIALS = {
@@ -88,6 +89,18 @@ class OpenStackAccess(ClusterAccess):
         return {'ex_keyname': access['name'], 'ex_security_groups': groups}
 
 
+def size_facts(size):
+    """vCPUs (NodeSize.vcpus) and GPUs of a flavor, from its extra specs: a vGPU resource (resources:VGPU=1) or
+    PCI passthrough devices (pci_passthrough:alias=a100:2, several as a comma list). Architecture: unknown."""
+    extra = size.extra or {}
+    gpus = to_int(extra.get('resources:VGPU')) or 0
+    for alias in str(extra.get('pci_passthrough:alias') or '').split(','):
+        name, dummy, count = alias.strip().rpartition(':')
+        if name:
+            gpus += to_int(count) or 0
+    return SizeFacts(to_int(getattr(size, 'vcpus', None)), gpus, None)
+
+
 PROVIDER = CloudProvider(
     'openstack',
     credentials=CREDENTIALS,
@@ -97,4 +110,5 @@ PROVIDER = CloudProvider(
     defaults={'api_version': '2.0', 'ex_force_auth_version': '3.x_password'},
     tag_arg='ex_metadata',
     access=OpenStackAccess,
+    size_facts=size_facts,
 )

@@ -33,6 +33,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._provider import (
     from_env,
     run_parallel,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import cheapest_size, generic_facts
 
 try:
     from libcloud.compute.providers import DRIVERS as LIBCLOUD_DRIVERS
@@ -231,6 +232,16 @@ def list_images(driver, wanted):
     wanted = list(dict.fromkeys(wanted))  # roles often share one image
     lookup = provider_of(driver.type).list_images
     return lookup(driver, wanted) if lookup else driver.list_images()
+
+
+def choose_size(driver, sizes, constraints, field, arch=None):
+    """(size, reason): the cheapest of `sizes` (driver.list_sizes()) with the constraints' vCPUs, memory and GPUs.
+
+    The cloud's own file says how its driver keeps vCPUs, GPUs and architecture (its size_facts); the rule
+    itself is _sizes.cheapest_size. `field` (the role or RADL system) starts the error when no size fits.
+    """
+    facts = provider_of(driver.type).size_facts or generic_facts
+    return cheapest_size(sizes, constraints, facts, driver.type, field, arch)
 
 
 def pick_address(public_ips, private_ips, prefer='public'):

@@ -43,10 +43,13 @@ class CloudProvider:
     batch_destroy  func(driver, nodes) -> None or an exception per node, destroyed in one call
     access         the ClusterAccess subclass (_access.py) that makes the cluster's key pair and firewall;
                    None: tfdist makes none on this cloud
+    size_facts     func(NodeSize) -> _sizes.SizeFacts (vCPUs, GPUs, architecture) as this cloud's driver keeps
+                   them; None: _sizes.generic_facts
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
-                 tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None):
+                 tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
+                 size_facts=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -58,6 +61,7 @@ class CloudProvider:
         self.batch_create = batch_create
         self.batch_destroy = batch_destroy
         self.access = access
+        self.size_facts = size_facts
 
 
 def from_env(names):

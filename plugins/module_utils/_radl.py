@@ -419,12 +419,27 @@ def _counts(doc, roles, where):
 
 
 def _node(system, where):
-    """({size, image, gpus}, (cloud, region, endpoint) or None) of a system."""
+    """({size, image, gpus[, cpus, memory, system]}, (cloud, region, endpoint) or None) of a system.
+
+    gpus is the least gpu.count (0 when unset); cpus (the least cpu.count) and memory (the least memory.size as
+    RADL writes it, '16g') are there only when the system sets them and no instance_type, and system (its
+    name) only when it names its role with tfdist.role. Without an instance_type, the cheapest size meeting gpus, cpus and memory is
+    chosen at deploy time (libcloud_node's roles[].constraints).
+    """
     what = 'system %r' % system.name
     size = system.getValue('instance_type')
     if size is not None and not isinstance(size, str):
         raise where.error('%s: instance_type must be a string, got %r' % (what, size), _line(system, 'instance_type'))
-    gpus = _at_least(system, 'gpu.count', where)
+    node = {'size': size, 'image': None, 'gpus': _at_least(system, 'gpu.count', where)}
+    # An instance_type wins over the constraints; they are checked all the same.
+    cpus = _at_least(system, 'cpu.count', where)
+    memory = _memory_at_least(system, where)
+    if cpus and size is None:
+        node['cpus'] = cpus
+    if memory and size is None:
+        node['memory'] = memory
+    if system.getValue(ROLE_FEATURE) is not None:
+        node['system'] = system.name
     url = system.getValue('disk.0.image.url')
     if isinstance(url, list):
         if len(url) != 1:
@@ -432,12 +447,27 @@ def _node(system, where):
                               % (what, len(url)), _line(system, 'disk.0.image.url'))
         url = url[0]
     if url is None:
-        return {'size': size, 'image': None, 'gpus': gpus}, None
+        return node, None
     try:
         cloud, image, region, endpoint = split_image_url(url)
     except ValueError as e:
         raise where.error('%s: %s' % (what, e), _line(system, 'disk.0.image.url')) from None
-    return {'size': size, 'image': image, 'gpus': gpus}, (cloud, region, endpoint)
+    node['image'] = image
+    return node, (cloud, region, endpoint)
+
+
+def _memory_at_least(system, where):
+    """The least memory.size as RADL writes it ('16g', '512m', '2048b' for a plain number of bytes), or None."""
+    bounds = system.props.get('memory.size')
+    if bounds is None:
+        return None
+    if not isinstance(bounds, tuple):
+        raise where.error('system %r: memory.size must be a number with a unit (16g), got %r'
+                          % (system.name, system.getValue('memory.size')), _line(system, 'memory.size'))
+    low = bounds[0]
+    if low is None or not low.value:
+        return None
+    return '%g%s' % (low.value, (low.unit or 'b').lower())
 
 
 def _at_least(system, prop, where):

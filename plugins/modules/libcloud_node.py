@@ -62,8 +62,38 @@ options:
       size:
         description:
           - Id or name of the libcloud size (instance type, flavor, machine type).
-          - Required when nodes of this role must be created.
+          - Required when nodes of this role must be created, unless O(roles[].constraints) choose it.
         type: str
+      constraints:
+        description:
+          - The least vCPUs, memory and GPUs of this role's nodes, as a RADL system's C(cpu.count),
+            C(memory.size) and C(gpu.count) or a cloud profile's role give them. Without O(roles[].size), the
+            nodes get the cheapest size of the cloud that meets them all, from the driver's C(list_sizes)
+            (RAM, vCPUs, GPUs and price as the driver knows them; sizes of unknown price rank after the
+            priced ones, then by memory and vCPUs; only sizes of the image's CPU architecture, x86_64 unless
+            the image says otherwise). RV(plan) says which size and why. An explicit O(roles[].size) wins.
+          - GPUs are NVIDIA GPUs. Azure's size list does not count GPUs, so a GPU constraint there needs a size.
+          - When no size meets them the task fails, naming O(roles[].constraints.source) (or the role) and the
+            constraint nothing met, and creates nothing.
+        type: dict
+        version_added: 0.5.0
+        suboptions:
+          cpus:
+            description: The least number of vCPUs (RADL C(cpu.count >= N)).
+            type: int
+          memory:
+            description:
+              - The least memory, with a unit as RADL writes it (RADL C(memory.size >= 16g)); V(k), V(m), V(g),
+                V(t) are powers of 1000, V(ki), V(mi), V(gi), V(ti) powers of 1024.
+            type: str
+          gpus:
+            description: The least number of GPUs (RADL C(gpu.count >= N)).
+            type: int
+          source:
+            description:
+              - Where the constraints come from (for example V(cluster.radl: system 'worker')), named in the error
+                when no size meets them. Default C(roles[N].constraints (<role> nodes)).
+            type: str
       image:
         description:
           - Id or name of the libcloud image.
@@ -109,7 +139,7 @@ notes:
   - Besides the new nodes, the wait covers existing nodes of the cluster still in state C(pending),
     for example those left by an interrupted run, even when nothing else changes.
   - Sizes and images are looked up with the driver's C(list_sizes) and C(list_images), once per run and only
-    when nodes must be created.
+    when nodes must be created or a role's size comes from its O(roles[].constraints).
 '''
 
 EXAMPLES = r'''
@@ -162,6 +192,18 @@ EXAMPLES = r'''
         count: 2
         size: t2.micro
         image: ami-12345678
+
+- name: Workers on the cheapest EC2 instance type with 4 vCPUs, 16 GB and one GPU (the plan says which)
+  tfdist.cluster.libcloud_node:
+    provider: ec2
+    region: us-east-1
+    cluster: tfdist
+    roles:
+      - role: worker
+        count: 2
+        constraints: {cpus: 4, memory: 16g, gpus: 1}
+        image: ami-0123456789abcdef0
+  register: tfdist_nodes
 
 - name: Remove the whole cluster
   tfdist.cluster.libcloud_node:
@@ -246,10 +288,18 @@ nodes:
       type: dict
       sample: {"tags": {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "1"}}
 plan:
-  description: Per role, the names of the nodes to create and to remove (already done unless in check mode).
+  description:
+    - Per role, the names of the nodes to create and to remove (already done unless in check mode).
+    - For a role whose size comes from O(roles[].constraints), also C(size), the size chosen, and
+      C(size_reason), why (version 0.5.0).
   returned: always
   type: dict
-  sample: {"worker": {"to_create": ["tfdist-worker-2"], "to_remove": []}}
+  sample:
+    worker:
+      to_create: ["tfdist-worker-2"]
+      to_remove: []
+      size: g4dn.xlarge
+      size_reason: "g4dn.xlarge: 4 vCPUs, 16 GiB, 1 GPU, $0.526/h: the cheapest of 39 x86_64 sizes with gpu.count >= 1"
 '''
 
 import functools
@@ -271,6 +321,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
+    choose_size,
     connection_argument_spec,
     create_nodes,
     destroy_nodes,
@@ -283,6 +334,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_to_dict,
     tag_create_kwargs,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, has_constraints
 
 WAIT_PERIOD = 3
 PORT_POLL = 2
@@ -299,6 +351,9 @@ def validate_roles(roles):
         if spec['role'] in seen:
             raise TfdistCloudError('roles[%d].role: %s is listed more than once' % (n, spec['role']))
         seen.add(spec['role'])
+        source = (spec['constraints'] or {}).get('source')
+        spec['constraints'] = dict(check_constraints(spec['constraints'], source or 'roles[%d].constraints' % n),
+                                   source=source)
 
 
 def plan_role(pairs, count):
@@ -328,32 +383,64 @@ def make_plan(current, roles, state):
     return plan
 
 
-def resolve_create_args(driver, roles, plan, access=None):
-    """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes.
+def image_arch(image):
+    """x86_64, arm64 or None: the CPU architecture of an image, where the driver says (EC2 and GCE images)."""
+    arch = str(((image.extra or {}).get('architecture') if image is not None else None) or '').lower()
+    return {'x86_64': 'x86_64', 'amd64': 'x86_64', 'arm64': 'arm64', 'aarch64': 'arm64'}.get(arch)
 
-    Looked up once per run, before anything is created, so a bad size or image fails early.
+
+def choose_sizes(driver, roles, sizes, images):
+    """{role: {size, reason}} for the roles with nodes whose size comes from their constraints."""
+    chosen = {}
+    for n, spec in enumerate(roles):
+        if spec['size'] or spec['count'] < 1 or not has_constraints(spec['constraints']):
+            continue
+        try:
+            image = find_by_id_or_name(images, spec['image'], 'image') if spec['image'] else None
+        except TfdistCloudError:
+            image = None  # reported as the image's own error when nodes must be created
+        field = spec['constraints'].get('source') or 'roles[%d].constraints (%s nodes)' % (n, spec['role'])
+        size, reason = choose_size(driver, sizes, spec['constraints'], field, image_arch(image))
+        chosen[spec['role']] = {'size': size, 'reason': reason}
+    return chosen
+
+
+def resolve_create_args(driver, roles, plan, access=None):
+    """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes, and
+    the sizes chosen from constraints ({role: {size, reason}}, for every role with nodes, so the plan shows them).
+
+    Looked up once per run, before anything is created, so a bad size or image, or constraints that no size
+    meets, fail early.
     """
     needed = [(n, spec) for n, spec in enumerate(roles) if plan[spec['role']]['create']]
     for n, spec in needed:
-        for field in ('size', 'image'):
-            if not spec[field]:
-                raise TfdistCloudError('roles[%d].%s is required to create %s nodes' % (n, field, spec['role']))
-    if not needed:
-        return {}
+        if not spec['image']:
+            raise TfdistCloudError('roles[%d].image is required to create %s nodes' % (n, spec['role']))
+        if not spec['size'] and not has_constraints(spec['constraints']):
+            raise TfdistCloudError('roles[%d].size (or roles[%d].constraints) is required to create %s nodes'
+                                   % (n, n, spec['role']))
+    constrained = [(n, spec) for n, spec in enumerate(roles)
+                   if not spec['size'] and spec['count'] > 0 and has_constraints(spec['constraints'])]
+    if not needed and not constrained:
+        return {}, {}
     sizes = driver.list_sizes()
-    images = list_images(driver, [spec['image'] for n, spec in needed])
+    images = list_images(driver, [spec['image'] for n, spec in needed + constrained if spec['image']])
+    chosen = choose_sizes(driver, roles, sizes, images)
     locations = driver.list_locations() if any(spec['location'] for n, spec in needed) else []
     access_kwargs = node_kwargs(driver, access)
     resolved = {}
     for n, spec in needed:
         args = dict(spec['create_args'])
-        args['size'] = find_by_id_or_name(sizes, spec['size'], 'roles[%d].size (%s nodes)' % (n, spec['role']))
+        if spec['role'] in chosen:
+            args['size'] = chosen[spec['role']]['size']
+        else:
+            args['size'] = find_by_id_or_name(sizes, spec['size'], 'roles[%d].size (%s nodes)' % (n, spec['role']))
         args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image (%s nodes)' % (n, spec['role']))
         if spec['location']:
             args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location (%s nodes)' % (n, spec['role']))
         # The key and firewall first: the user's create_args may still override them.
         resolved[spec['role']] = dict(access_kwargs, **args)
-    return resolved
+    return resolved, chosen
 
 
 def wait_for_port(host, port, deadline):
@@ -453,8 +540,8 @@ class ClusterNodes:
         # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
         current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated']
         plan = make_plan(current, params['roles'], params['state'])
-        resolved = (resolve_create_args(self.driver, params['roles'], plan, params['access'])
-                    if params['state'] == 'present' else {})
+        resolved, chosen = (resolve_create_args(self.driver, params['roles'], plan, params['access'])
+                            if params['state'] == 'present' else ({}, {}))
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
         removed_ids = set(node.id for node in to_remove)
         kept = [node for node, identity in current if node.id not in removed_ids]
@@ -490,7 +577,7 @@ class ClusterNodes:
             removed=[self.to_dict(node) for node in removed],
             started=[self.to_dict(node) for node in (to_start if self.module.check_mode else started)],
             nodes=nodes,
-            plan=self.plan_names(plan),
+            plan=self.plan_names(plan, chosen),
         )
         if self.module._diff:
             planned = set(node.name for node, identity in current if node.id not in removed_ids)
@@ -499,10 +586,13 @@ class ClusterNodes:
                                   after=dict(nodes=sorted(planned)))
         self.module.exit_json(**result)
 
-    def plan_names(self, plan):
-        return dict((role, dict(to_create=[node_name(self.cluster, role, index) for index in item['create']],
-                                to_remove=[node.name for node, identity in item['remove']]))
-                    for role, item in plan.items())
+    def plan_names(self, plan, chosen=None):
+        names = dict((role, dict(to_create=[node_name(self.cluster, role, index) for index in item['create']],
+                                 to_remove=[node.name for node, identity in item['remove']]))
+                     for role, item in plan.items())
+        for role, choice in (chosen or {}).items():
+            names[role].update(size=str(choice['size'].id), size_reason=choice['reason'])
+        return names
 
 
 def main():
@@ -514,6 +604,12 @@ def main():
             role=dict(type='str', required=True, choices=list(TASK_TYPES)),
             count=dict(type='int', required=True),
             size=dict(type='str'),
+            constraints=dict(type='dict', options=dict(
+                cpus=dict(type='int'),
+                memory=dict(type='str'),
+                gpus=dict(type='int'),
+                source=dict(type='str'),
+            )),
             image=dict(type='str'),
             location=dict(type='str'),
             create_args=dict(type='dict', default={}),

@@ -149,7 +149,7 @@ def _why_none(candidates, least, wanted, arch, cloud):
     fewest, key = min(counts)
     feature = dict(FEATURES)[key]
     if fewest:
-        return ('; %d of the %d %s sizes meet %s >= %s, but none of them meets all the constraints'
+        return (': %d of the %d %s sizes meet %s >= %s, but none of them meets all the constraints'
                 % (fewest, len(candidates), arch, feature, wanted[key]))
     known = [pair for pair in candidates if _have(pair, key) is not None]
     if not known:

@@ -89,3 +89,24 @@ def test_own_script_with_classic_flags(cluster_name, keras):
     model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     assert abs(float(model.predict(np.array([[1.0]]), verbose=0)[0][0]) - 5.0) < 0.2  # y = 3x + 2
     assert tf_processes(job_dir) == []
+
+
+def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
+    """A TF1-era between-graph script on ps + 2 workers, no chief: worker 0 leads and writes the result."""
+    base = free_port_block(3)
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                          "tf_chief=0", "tf_workers=2", "tf_ps=1", "tf_train_steps=300",
+                          "tf_script=examples/classic_between_graph.py", "tf_script_interface=flags")
+    assert result.returncode == 0, tail(result)
+
+    artifacts = os.path.join(REPO, "artifacts", cluster_name)
+    with open(os.path.join(artifacts, "summary.json")) as handle:
+        summary = json.load(handle)
+    assert summary["steps"] == 300 and summary["final_loss"] < 0.01  # y = 3x + 2 was learned
+    # The script writes no model: the summary says where tfdist looked, and the run still ends well.
+    assert [path.rsplit("/", 1)[-1] for path in summary["missing"]] == ["model.keras"]
+    assert "wrote no model/model.keras" in result.stdout + result.stderr
+    # Only three tasks ran (no chief was started), and none is left.
+    logs = sorted(os.listdir(os.path.join(artifacts, "logs")))
+    assert logs == ["ps-0.log", "worker-0.log", "worker-1.log"]
+    assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []

@@ -128,3 +128,58 @@ def test_absent_terminates_every_node(ec2_emulator, cluster):
 
     again, second = run_libcloud_node(ec2_emulator, {"cluster": cluster, "state": "absent"})
     assert again.returncode == 0 and second["changed"] is False, again.stdout[-4000:]
+
+
+# Sizes from constraints: a RADL system with cpu.count, memory.size and gpu.count and no instance_type, read by the
+# RADL lookup's parser and carried by the filters the provision role uses, gets the cheapest fitting instance type.
+CONSTRAINED_RADL = """\
+network public (outbound = 'yes')
+system chief ( instance_type = 't2.micro' and disk.0.image.url = 'aws://us-east-1/{image}' )
+system wn ( tfdist.role = 'worker' and cpu.count >= 4 and memory.size >= 16g and gpu.count >= {gpus}
+            and disk.0.image.url = 'aws://us-east-1/{image}' )
+deploy chief 1
+deploy wn 2
+"""
+
+
+def constrained_roles(emulator, gpus):
+    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_node_specs, tf_role_nodes, tf_task_layout
+    from ansible_collections.tfdist.cluster.plugins.module_utils._radl import parse_cluster
+
+    shape = parse_cluster(CONSTRAINED_RADL.format(image=emulator.image_id, gpus=gpus), "cluster.radl")
+    specs = tf_node_specs({}, shape["nodes"], shape["source"])
+    return tf_role_nodes(tf_task_layout(shape["workers"], shape["ps"], shape["evaluators"]), specs)
+
+
+def test_radl_constraints_plan_and_create_the_cheapest_fitting_type(ec2_emulator, cluster):
+    roles = constrained_roles(ec2_emulator, gpus=1)
+
+    run, plan = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False}, check=True)
+    assert run.returncode == 0 and plan, run.stdout[-4000:] + run.stderr[-2000:]
+    assert plan["plan"]["worker"]["size"] == "g4dn.xlarge"
+    assert plan["plan"]["worker"]["size_reason"].startswith(
+        "g4dn.xlarge: 4 vCPUs, 16 GiB, 1 GPU, $0.526/h: the cheapest of ")
+    assert plan["plan"]["worker"]["size_reason"].endswith(
+        "x86_64 sizes with cpu.count >= 4 and memory.size >= 16g and gpu.count >= 1")
+    assert "size" not in plan["plan"]["chief"]  # its instance_type wins
+    assert cluster_instances(ec2_emulator.boto3_client(), cluster) == {}
+
+    run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False})
+    assert run.returncode == 0 and result, run.stdout[-4000:] + run.stderr[-2000:]
+    instances = cluster_instances(ec2_emulator.boto3_client(), cluster)
+    assert {name: i["InstanceType"] for name, i in instances.items()} == {
+        cluster + "-chief-0": "t2.micro", cluster + "-worker-0": "g4dn.xlarge", cluster + "-worker-1": "g4dn.xlarge"}
+
+
+def test_radl_constraints_no_type_meets_name_the_system_and_create_nothing(ec2_emulator, cluster):
+    roles = constrained_roles(ec2_emulator, gpus=64)
+
+    for check in (True, False):
+        run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False}, check=check)
+        assert run.returncode != 0 and result and "msg" in result, run.stdout[-4000:]
+        assert result["msg"].startswith(
+            "cluster.radl: system 'wn': no ec2 size meets cpu.count >= 4 and memory.size >= 16g and gpu.count >= 64: "
+            "gpu.count >= 64 is more than any of the "), result["msg"]
+        assert "(the most: 16, p2.16xlarge)" in result["msg"]
+    ec2 = ec2_emulator.boto3_client()
+    assert cluster_instances(ec2, cluster, ("pending", "running", "stopping", "stopped")) == {}

@@ -55,7 +55,7 @@ destroy: setup
 	$(BIN)/ansible-playbook playbooks/destroy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
 
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites.
-test: setup lint sanity docs importer units
+test: setup lint sanity docs importer units im-venv
 	$(BIN)/python -m pytest tests --ignore=tests/unit -ra
 
 test-unit: setup
@@ -120,6 +120,19 @@ $(CHECK_STAMPS)/importer: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 		$(CURDIR)/$(CHECKS_BIN)/python -m galaxy_importer.main tfdist-cluster-*.tar.gz > import.log 2>&1; \
 		status=$$?; cat import.log; test $$status = 0 && ! grep -q '^ERROR' import.log
 	@mkdir -p $(dir $@) && touch $@
+
+# The Infrastructure Manager's own code (im 2.0.0) for tests/integration/test_im_radl.py, in its own virtualenv,
+# installed --no-deps from a fully pinned list (tests/im/requirements.txt): never one of the collection's requirements.
+# Re-installed only when that list changes (a stamp keyed on its content).
+IM_VENV := .cache/im-venv
+IM_STAMP := $(IM_VENV)/.installed-$(shell sha256sum tests/im/requirements.txt | cut -c1-12)
+
+im-venv: $(IM_STAMP)
+
+$(IM_STAMP): tests/im/requirements.txt
+	@test -x $(IM_VENV)/bin/python || $(PYTHON) -m venv $(IM_VENV)
+	$(IM_VENV)/bin/pip install --quiet --progress-bar off --no-deps -r tests/im/requirements.txt
+	@rm -f $(IM_VENV)/.installed-* && touch $@
 
 build: setup
 	@mkdir -p build

@@ -27,6 +27,10 @@ def assert_nothing_created(name):
         (["tf_strategy=multi_worker_mirrored", "tf_ps=2"], "tf_ps: multi_worker_mirrored uses no parameter servers"),
         (["tf_script=/nonexistent/train.py"], "tf_script: /nonexistent/train.py does not exist"),
         (["tf_data=/nonexistent/data.npz"], "tf_data: /nonexistent/data.npz does not exist"),
+        (["tf_chief=2"], "tf_chief: a cluster has one chief or none (then worker 0 leads it), got 2"),
+        (["tf_chief=0", "tf_workers=0", "tf_ps=1"], "tf_workers: a cluster without a chief (tf_chief=0) needs at least one worker"),
+        (["tf_chief=0", "tf_workers=1"], "tf_workers: the parameter_server strategy without a chief needs at least 2 workers"),
+        (["tf_chief_name=boss"], "tf_chief_name: must be chief or master"),
     ],
 )
 def test_bad_input_names_the_field(cluster_name, extra, field):

@@ -118,3 +118,25 @@ def test_lost_ps_fails_the_play_and_a_rerun_resumes(engine, docker_cluster):
     assert summary["initial_step"] >= 300, summary
     assert summary["steps"] == 4000
     assert len(cluster_containers(engine, name)) == 4
+
+
+def test_classic_cluster_without_a_chief_on_docker_nodes(engine, docker_cluster):
+    """ps + 2 workers, no chief, a TF1-era flags script: worker 0 leads, writes the result; nothing keeps running."""
+    name = docker_cluster
+    result = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_chief=0",
+                          "tf_workers=2", "tf_ps=1", "tf_train_steps=300",
+                          "tf_script=examples/classic_between_graph.py", "tf_script_interface=flags")
+    assert result.returncode == 0, tail(result)
+
+    containers = cluster_containers(engine, name)
+    assert sorted(c.name for c in containers) == sorted(f"{name}-{t}" for t in ("worker-0", "worker-1", "ps-0"))
+    graph = run_inventory("--graph", check=True).stdout
+    assert f"@tfdist_{name}_leader:\n  |  |--{name}-worker-0" in graph
+
+    with open(os.path.join(REPO, "artifacts", name, "summary.json")) as handle:
+        summary = json.load(handle)
+    assert summary["steps"] == 300 and summary["final_loss"] < 0.01  # y = 3x + 2 was learned
+    # No TF process is left on any node (the servers stopped once worker 0 was gone).
+    for container in containers:
+        listing = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"]).output.decode()
+        assert "train.py" not in listing, container.name

@@ -107,3 +107,21 @@ def test_an_unknown_cloud_lists_the_known_ones(load):
     message = failure(load("mars"))
 
     assert message == "cloud: unknown cloud 'mars'; known clouds: " + ", ".join(SHIPPED)
+
+
+def test_a_role_with_constraints_instead_of_a_size_is_a_valid_profile(load, tmp_path):
+    profiles = profile(tmp_path, "provision_kind: libcloud\nlibcloud_provider: ec2\nlibcloud_nodes:\n"
+                                 "  chief: {size: m5.large, image: ami-1}\n"
+                                 "  worker: {cpus: 4, memory: 16g, gpus: 1, image: ami-1}\n")
+
+    assert load("mine", profiles).returncode == 0
+
+
+def test_a_constraint_of_the_wrong_type_is_named(load, tmp_path):
+    profiles = profile(tmp_path, "provision_kind: libcloud\nlibcloud_provider: ec2\nlibcloud_nodes:\n"
+                                 "  worker: {cpus: four, memory: 16g, image: ami-1}\n")
+
+    message = failure(load("mine", profiles))
+
+    assert "argument 'cpus' is of type str found in 'libcloud_nodes -> worker'" in message
+    assert "'four'\" cannot be converted to an int" in message

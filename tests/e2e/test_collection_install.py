@@ -17,6 +17,7 @@ def test_built_collection_deploys_by_fqcn(tmp_path):
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     assert "roles/training/templates/train.py.j2" in names
+    assert "plugins/callback/concise.py" in names
     assert not [n for n in names if n.startswith((".venv", ".collections", "artifacts", ".cache"))]
 
     collections = tmp_path / "collections"

@@ -10,7 +10,7 @@ short_description: Write the run summary and the loss curve of a finished traini
 description:
   - Reads the leader's C(result.json) and C(history.csv) that were collected into O(artifacts_dir)
     and writes C(summary.json) next to them, adding the wall-clock seconds of each deploy phase.
-  - A script of your own may write no C(result.json) or no model (O(required=false)): the summary then
+  - A script of your own may write no C(result.json) or no model (with O(required=false)). The summary then
     lists what was not found and where it was looked for, with a warning; the script's exit code decided.
   - Draws the loss curve as C(loss.png) when matplotlib is available.
 version_added: 0.1.0

@@ -91,8 +91,8 @@ options:
             type: int
           source:
             description:
-              - Where the constraints come from (for example V(cluster.radl: system 'worker')), named in the error
-                when no size meets them. Default C(roles[N].constraints (<role> nodes)).
+              - "Where the constraints come from (for example V(cluster.radl: system 'worker')), named in the error
+                when no size meets them. Default C(roles[N].constraints (<role> nodes))."
             type: str
       image:
         description:

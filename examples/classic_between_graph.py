@@ -53,7 +53,7 @@ with tf1.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                         checkpoint_dir=None, save_summaries_steps=None) as session:
     while not session.should_stop():
         batch = rng.uniform(-1, 1, (32, 1)).astype("float32")
-        _, last_loss, step = session.run([train_op, loss, global_step], {x: batch, y: 3 * batch + 2})
+        unused, last_loss, step = session.run([train_op, loss, global_step], {x: batch, y: 3 * batch + 2})
 seconds = time.time() - started
 
 if is_chief:

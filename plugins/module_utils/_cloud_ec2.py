@@ -227,7 +227,7 @@ def size_facts(size):
     physicalProcessor: the Graviton types are arm64)."""
     extra = size.extra or {}
     gpus = to_int(extra.get('gpu')) or 0
-    if str(size.id).split('.')[0] in NON_CUDA_GPU_FAMILIES:
+    if str(size.id).split('.', maxsplit=1)[0] in NON_CUDA_GPU_FAMILIES:
         gpus = 0
     arch = 'arm64' if 'graviton' in str(extra.get('physicalProcessor', '')).lower() else 'x86_64'
     return SizeFacts(to_int(extra.get('vcpu')), gpus, arch)

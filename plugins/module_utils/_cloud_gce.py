@@ -105,7 +105,7 @@ def size_facts(size):
     types have) and architecture of a machine type."""
     extra = size.extra or {}
     gpus = sum(to_int(acc.get('guestAcceleratorCount')) or 0 for acc in extra.get('accelerators') or [])
-    arch = 'arm64' if str(size.name).split('-')[0] in ARM_SERIES else 'x86_64'
+    arch = 'arm64' if str(size.name).split('-', maxsplit=1)[0] in ARM_SERIES else 'x86_64'
     return SizeFacts(to_int(extra.get('guestCpus')), gpus, arch)
 
 

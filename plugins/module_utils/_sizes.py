@@ -13,7 +13,6 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
-import math
 import re
 from collections import namedtuple
 

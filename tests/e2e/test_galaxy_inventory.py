@@ -110,4 +110,3 @@ def test_roles_from_galaxy_train_on_a_static_ps_worker_inventory(engine, docker_
     for container in cluster_containers(engine, name):
         processes = container.exec_run(["ps", "-eo", "args"]).output.decode()
         assert f"/{cluster_name}/tasks/" not in processes, (container.name, processes)
-

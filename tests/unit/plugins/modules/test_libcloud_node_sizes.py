@@ -60,8 +60,8 @@ def test_no_size_fits_error_names_the_system_and_creates_nothing(run, cloud, che
 
 
 def test_constraints_without_source_name_the_role_option(run, cloud):
-    result = run(roles=[dict(role="chief", count=1, size="1", image="1"), dict(role="worker", count=1, image="1",
-                                                                     constraints={"memory": "64gi"})])
+    result = run(roles=[dict(role="chief", count=1, size="1", image="1"),
+                        dict(role="worker", count=1, image="1", constraints={"memory": "64gi"})])
     assert result["msg"].startswith("roles[1].constraints (worker nodes): no dummy size meets memory.size >= 64gi")
     assert cloud.names() == []
 

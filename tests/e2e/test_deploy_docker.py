@@ -121,11 +121,12 @@ def test_lost_ps_fails_the_play_and_a_rerun_resumes(engine, docker_cluster):
 
 
 def test_classic_cluster_without_a_chief_on_docker_nodes(engine, docker_cluster):
-    """ps + 2 workers, no chief, a TF1-era flags script: worker 0 leads, writes the result; nothing keeps running."""
+    """radl/classic.radl (ps + 2 workers, no chief system) and a TF1-era flags script: worker 0 leads and
+    writes the result; nothing keeps running."""
     name = docker_cluster
-    result = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_chief=0",
-                          "tf_workers=2", "tf_ps=1", "tf_train_steps=300",
-                          "tf_script=examples/classic_between_graph.py", "tf_script_interface=flags")
+    result = run_playbook("playbooks/deploy.yml", "radl=radl/classic.radl", f"cluster_name={name}",
+                          "tf_train_steps=300", "tf_script=examples/classic_between_graph.py",
+                          "tf_script_interface=flags")
     assert result.returncode == 0, tail(result)
 
     containers = cluster_containers(engine, name)

@@ -141,8 +141,14 @@ def dump_cluster(cluster, collection_version=None):
         if node['image']:
             url = image_url(shape['cloud'], node['image'], shape['region'], shape['endpoint'])
             features.append('disk.0.image.url = %s' % _quote(url))
+        # A size chosen from constraints is written as the constraints, so the IM chooses on its cloud too.
+        if node.get('cpus'):
+            features.append('cpu.count >= %d' % node['cpus'])
+        if node.get('memory'):
+            features.append('memory.size >= %s' % node['memory'])
         if node['gpus']:
-            features.append('gpu.count = %d' % node['gpus'])
+            features.append(('gpu.count >= %d' if node.get('cpus') or node.get('memory') or not node['size']
+                             else 'gpu.count = %d') % node['gpus'])
         networks = ('public', 'private') if role == entry else ('private',)
         features += ["net_interface.%d.connection = '%s'" % (i, net) for i, net in enumerate(networks)]
         features.append('disk.0.applications contains (%s)' % application)
@@ -575,9 +581,16 @@ def _checked_shape(cluster):
         if not isinstance(node, Mapping):
             raise TfdistRadlError('to_radl: nodes.%s must be a dict with size, image and gpus, got %s'
                                   % (role, type(node).__name__))
+        # Constraints (cpus, memory, gpus) come bare from the lookup, or under `constraints` from tf_node_specs.
+        wanted = dict(node.get('constraints') or {}, **{k: node[k] for k in ('cpus', 'memory', 'gpus') if node.get(k)})
         checked = {'size': _text(node.get('size'), 'nodes.%s.size' % role),
                    'image': _text(node.get('image'), 'nodes.%s.image' % role),
-                   'gpus': _count(node, 'gpus', 0, 0, 'nodes.%s.' % role)}
+                   'gpus': _count(wanted, 'gpus', 0, 0, 'nodes.%s.' % role)}
+        if not checked['size']:
+            if wanted.get('cpus'):
+                checked['cpus'] = _count(wanted, 'cpus', 1, None, 'nodes.%s.' % role)
+            if wanted.get('memory'):
+                checked['memory'] = _text(str(wanted['memory']).lower(), 'nodes.%s.memory' % role)
         if checked['image']:
             _check_image(shape, role, checked['image'])
         shape['nodes'][role] = checked

@@ -45,6 +45,18 @@ def test_a_cluster_from_scratch_with_nodes_missing_size_and_image(tmp_path):
     }
 
 
+def test_sizes_chosen_from_constraints_are_written_back_as_the_constraints(tmp_path):
+    """What the provision role writes: nodes from tf_node_specs, whose constraints choose the size on any cloud."""
+    nodes = {"chief": {"size": "m5.large"},
+             "worker": {"constraints": {"cpus": 4, "memory": "16g", "gpus": 1, "source": "x.radl: system 'worker'"}}}
+    text = to_radl({"chief": 1, "workers": 2, "nodes": nodes})
+    radl_parse.parse_radl(text).check()
+    assert "cpu.count >= 4 and\n    memory.size >= 16g and\n    gpu.count >= 1" in text
+    (tmp_path / "back.radl").write_text(text)
+    assert read_back(tmp_path / "back.radl")["nodes"]["worker"] == {
+        "size": None, "image": None, "gpus": 1, "cpus": 4, "memory": "16g"}
+
+
 def test_errors_name_the_field():
     with pytest.raises(AnsibleFilterError, match=r"^to_radl: nodes.worker.image 'ami-0abc': set cloud"):
         to_radl({"workers": 1, "nodes": {"worker": {"image": "ami-0abc"}}})

@@ -16,7 +16,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -28,6 +28,7 @@ help:
 	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint"
 	@echo "make importer galaxy-importer accepts the built collection"
 	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
+	@echo "make im-venv  the Infrastructure Manager (im 2.0.0) in .cache/im-venv, for the test of the RADL it deploys"
 	@echo "make build    build the Galaxy collection tarball into build/"
 	@echo "make images   start Docker and build the docker cloud's node images"
 

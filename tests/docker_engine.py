@@ -31,9 +31,9 @@ def in_ci():
 
 
 def unavailable(reason):
-    """A prerequisite of a docker-based test is missing: skip it, or fail it when CI is set."""
+    """A prerequisite of a test (the Docker engine, the IM's venv) is missing: skip it, or fail it when CI is set."""
     if in_ci():
-        pytest.fail(f"{reason}. CI is set, so docker-based tests must run: this is a failure, not a skip.",
+        pytest.fail(f"{reason}. CI is set, so this test must run: this is a failure, not a skip.",
                     pytrace=False)
     pytest.skip(f"{reason} (set CI=1 to make this a failure)")
 

@@ -20,6 +20,9 @@ TASK_TYPES = ('chief', 'worker', 'ps', 'evaluator')
 # Servers first and the chief last, so that the coordinator finds its cluster up.
 LAUNCH_ORDER = ('ps', 'worker', 'evaluator', 'chief')
 
+# The private address the Infrastructure Manager's inventory gives each host (its ansible_host is public).
+IM_PRIVATE_IP = 'IM_NODE_PRIVATE_IP'
+
 # Tags (labels, metadata) on every cloud node, and the host variables of the same names.
 TAG_CLUSTER = 'tfdist_cluster'
 TAG_ROLE = 'tfdist_role'
@@ -166,8 +169,8 @@ def tasks(hostvars, hosts=None, default_port=DEFAULT_PORT, groups=None, cluster_
     groups) has it, else every host of the role groups. With `groups`, a host without host variables runs the
     task of each role group it is in (role_group_names: TF task type -> group name, default the type itself).
 
-    A task's address is the host's tfdist_private_ip, else its ansible_host, else its name: TF traffic
-    stays inside the cluster network.
+    A task's address is the host's tfdist_private_ip, else the IM_NODE_PRIVATE_IP of an Infrastructure
+    Manager inventory, else its ansible_host, else its name: TF traffic stays inside the cluster network.
     """
     names = role_groups(role_group_names)
     if hosts is None:
@@ -179,7 +182,8 @@ def tasks(hostvars, hosts=None, default_port=DEFAULT_PORT, groups=None, cluster_
     found = []
     for host in hosts:
         variables = hostvars[host]
-        address = variables.get('tfdist_private_ip') or variables.get('ansible_host') or host
+        address = (variables.get('tfdist_private_ip') or variables.get(IM_PRIVATE_IP)
+                   or variables.get('ansible_host') or host)
         for task in host_tasks(host, variables, members, default_port, looked_for):
             if task['type'] not in TASK_TYPES:
                 raise ClusterError('host %s: unknown TF task type %r (known: %s)'

@@ -77,3 +77,14 @@ def test_unknown_role_in_role_groups_is_refused():
 def test_two_chief_hosts_are_refused():
     with pytest.raises(AnsibleFilterError, match="one chief or none"):
         tf_tasks({"a": {}, "b": {}}, groups={"chief": ["a", "b"], "worker": []})
+
+
+def test_an_infrastructure_manager_inventory_talks_on_the_private_network():
+    """The IM names groups after the RADL systems and hosts IP_N, with ansible_host public and IM_NODE_PRIVATE_IP."""
+    hostvars = {"54.1.1.1_0": {"ansible_host": "54.1.1.1", "IM_NODE_PRIVATE_IP": "10.0.0.1"},
+                "54.1.1.2_1": {"ansible_host": "54.1.1.2", "IM_NODE_PRIVATE_IP": "10.0.0.2"},
+                "10.0.0.3_2": {"ansible_host": "10.0.0.3", "IM_NODE_PRIVATE_IP": "10.0.0.3"}}
+    groups = {"all": list(hostvars), "ps": ["10.0.0.3_2"], "worker": ["54.1.1.1_0", "54.1.1.2_1"]}
+    found = tf_tasks(hostvars, groups=groups, default_port=2222)
+    assert [(t["name"], t["address"]) for t in found] == [
+        ("worker-0", "10.0.0.1"), ("worker-1", "10.0.0.2"), ("ps-0", "10.0.0.3")]

@@ -222,7 +222,9 @@ def count_error(chiefs, workers, ps=0, evaluators=0, strategy=None, field_prefix
                 % (field_prefix, field_prefix))
     if strategy == 'parameter_server' and counts['ps'] == 0:
         return '%sps: the parameter_server strategy needs at least one parameter server' % field_prefix
-    if strategy == 'parameter_server' and counts['workers'] - (1 - counts['chief']) < 1:
+    if strategy == 'parameter_server' and counts['chief'] and counts['workers'] < 1:
+        return '%sworkers: the parameter_server strategy needs at least one worker' % field_prefix
+    if strategy == 'parameter_server' and not counts['chief'] and counts['workers'] < 2:
         return ('%sworkers: the parameter_server strategy without a chief needs at least 2 workers: '
                 'worker 0 coordinates, the others compute' % field_prefix)
     return ''

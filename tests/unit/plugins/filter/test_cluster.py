@@ -5,10 +5,15 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.tfdist.cluster.plugins.filter.cluster import (
     tf_cluster_spec,
+    tf_config,
+    tf_count_error,
+    tf_flags,
     tf_launch_order,
+    tf_leader,
     tf_task_layout,
     tf_tasks,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import coordinated
 
 
 def test_layout_has_one_chief_and_indexes_each_type_from_zero():
@@ -111,3 +116,55 @@ def test_cluster_names_follow_one_rule(name, error):
     from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_cluster_name_error
 
     assert tf_cluster_name_error(name).startswith(error) and bool(error) == bool(tf_cluster_name_error(name))
+
+
+CLASSIC = [{"type": "worker", "index": 0, "name": "worker-0", "host": "a", "address": "10.0.0.1", "port": 2222},
+           {"type": "worker", "index": 1, "name": "worker-1", "host": "b", "address": "10.0.0.2", "port": 2222},
+           {"type": "ps", "index": 0, "name": "ps-0", "host": "c", "address": "10.0.0.3", "port": 2222}]
+
+
+def test_a_cluster_without_a_chief_is_led_by_worker_0_and_flags_name_no_chief():
+    spec = tf_cluster_spec(CLASSIC)
+    assert spec == {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"], "ps": ["10.0.0.3:2222"]}
+    assert tf_leader(CLASSIC)["name"] == "worker-0"
+    assert tf_flags(CLASSIC[1], spec, "flags") == [
+        "--ps_hosts=10.0.0.3:2222", "--worker_hosts=10.0.0.1:2222,10.0.0.2:2222", "--job_name=worker", "--task_index=1"]
+    assert tf_config(CLASSIC[0], spec) == {"cluster": spec, "task": {"type": "worker", "index": 0}}
+
+
+def test_estimator_era_scripts_get_a_master_instead_of_a_chief():
+    chief = {"type": "chief", "index": 0}
+    spec = {"chief": ["10.0.0.9:2222"], "worker": ["10.0.0.1:2222"]}
+    assert tf_config(chief, spec, "master") == {
+        "cluster": {"master": ["10.0.0.9:2222"], "worker": ["10.0.0.1:2222"]}, "task": {"type": "master", "index": 0}}
+    assert "--master_host=10.0.0.9:2222" in tf_flags(chief, spec, "flags", "master")
+    with pytest.raises(AnsibleFilterError, match="chief name: 'boss'"):
+        tf_config(chief, spec, "boss")
+
+
+@pytest.mark.parametrize(
+    "counts, strategy, message",
+    [
+        ({"chief": 2, "workers": 2}, None, "tf_chief: a cluster has one chief or none"),
+        ({"chief": 0, "workers": 0, "ps": 1}, None, "tf_workers: a cluster without a chief (tf_chief=0) needs"),
+        ({"chief": 0, "workers": 1, "ps": 1}, "parameter_server", "tf_workers: the parameter_server strategy without"),
+        ({"chief": 1, "workers": 0, "ps": 1}, "parameter_server", "tf_workers: the parameter_server strategy needs"),
+        ({"chief": 1, "workers": 2, "ps": 0}, "parameter_server", "tf_ps: the parameter_server strategy needs"),
+        ({"chief": "x", "workers": 2}, None, "tf_chief: must be a whole number"),
+        ({"chief": 0, "workers": 2, "ps": 1}, "parameter_server", ""),
+        ({"chief": 0, "workers": 1}, "multi_worker_mirrored", ""),
+    ],
+)
+def test_task_counts_are_checked_by_one_rule(counts, strategy, message):
+    error = tf_count_error(counts, strategy)
+    assert error.startswith(message) and bool(error) == bool(message)
+
+
+def test_parameter_server_without_a_chief_is_coordinated_by_worker_0():
+    spec = tf_cluster_spec(CLASSIC)
+    view = {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222"], "ps": ["10.0.0.3:2222"]}
+    assert coordinated(spec, "worker", 0) == (view, "chief", 0)
+    assert coordinated(spec, "worker", 1) == (view, "worker", 0)
+    assert coordinated(spec, "ps", 0) == (view, "ps", 0)
+    with_chief = dict(spec, chief=["10.0.0.9:2222"])
+    assert coordinated(with_chief, "worker", 1) == (with_chief, "worker", 1)

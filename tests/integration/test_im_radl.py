@@ -28,12 +28,12 @@ IM_CHECK = os.path.join(REPO, "tests", "im", "im_check.py")
 TIMEOUT = 300
 
 
-
 @pytest.fixture(autouse=True)
 def im_venv():
     """The IM's own virtualenv: a developer without it skips these tests; under CI they fail (make test builds it)."""
     if not os.path.exists(os.path.join(IM_BIN, "python")):
         unavailable("the IM's virtualenv is missing: make im-venv")
+
 
 SHAPES = {
     # The classic cluster: 1 ps + 2 workers and no chief (worker 0 leads).

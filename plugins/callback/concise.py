@@ -1,6 +1,7 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""The tfdist stdout callback: ansible.builtin.default, with failures that show only what the user must fix."""
+"""The tfdist stdout callback: ansible.builtin.default, without skipped tasks, with failures that show only what
+the user must fix."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ name: concise
 type: stdout
 author: tfdist maintainers (@tfdist)
 version_added: 0.5.0
-short_description: Ansible's default screen output, with short argument-spec failures
+short_description: Ansible's default screen output, without skipped tasks and with short argument-spec failures
 description:
   - The output of the C(ansible.builtin.default) callback, with every option of it (and of its result format,
     for example C(callback_result_format=yaml)), and with the same lines for tasks, progress and recap.
@@ -19,6 +20,8 @@ description:
     (C(argument_spec_data), often hundreds of lines) nor the arguments it was given (C(validate_args_context)
     is kept, it names the role and entry point).
   - At verbosity 3 (C(-vvv)) and above the failure is shown whole, as C(ansible.builtin.default) shows it.
+  - Skipped tasks are not shown (a deploy skips many checks and steps that do not apply to its cloud);
+    C(-v) or more, or O(display_skipped_hosts=true), shows them again.
   - Used by the tfdist.cluster repository's C(ansible.cfg); set it in your own with
     C(stdout_callback = tfdist.cluster.concise), or C(ANSIBLE_STDOUT_CALLBACK=tfdist.cluster.concise).
 extends_documentation_fragment:
@@ -26,6 +29,19 @@ extends_documentation_fragment:
   - result_format_callback
 requirements:
   - set as stdout callback in the configuration
+options:
+  display_skipped_hosts:
+    name: Show skipped hosts
+    description:
+      - Toggle to control displaying skipped task/host results in a task.
+      - Off by default, unlike C(ansible.builtin.default); on at verbosity 1 (C(-v)) and above.
+    type: bool
+    default: false
+    env:
+      - name: ANSIBLE_DISPLAY_SKIPPED_HOSTS
+    ini:
+      - key: display_skipped_hosts
+        section: defaults
 """
 
 EXAMPLES = r"""
@@ -74,6 +90,11 @@ class CallbackModule(DefaultCallbackModule):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = 'stdout'
     CALLBACK_NAME = 'tfdist.cluster.concise'
+
+    def set_options(self, *args, **kwargs):
+        super().set_options(*args, **kwargs)
+        if self._display.verbosity >= 1:  # -v brings back the detail
+            self._plugin_options['display_skipped_hosts'] = True
 
     def _dump_results(self, result, *args, **kwargs):
         if self._display.verbosity < WHOLE_FROM_VERBOSITY:

@@ -52,4 +52,16 @@ def test_it_is_the_default_callback_otherwise():
 
     plugin = callback()
     assert isinstance(plugin, Default) and plugin.CALLBACK_TYPE == "stdout"
-    assert plugin.get_option("display_skipped_hosts") is True
+    assert plugin.get_option("display_ok_hosts") is True
+
+
+def test_skipped_tasks_are_hidden_unless_asked_for_or_verbose(monkeypatch):
+    assert callback().get_option("display_skipped_hosts") is False
+    monkeypatch.setenv("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "true")
+    assert callback().get_option("display_skipped_hosts") is True
+    monkeypatch.delenv("ANSIBLE_DISPLAY_SKIPPED_HOSTS")
+    verbose = callback_loader.get("tfdist.cluster.concise")
+    verbose._display = Display()
+    monkeypatch.setattr(verbose._display, "verbosity", 1)  # Display is shared: put it back afterwards
+    verbose.set_options(direct={"result_format": "json"})
+    assert verbose.get_option("display_skipped_hosts") is True

@@ -80,8 +80,8 @@ class ActionModule(ActionBase):
         except ClusterError as error:
             raise AnsibleActionFail(f"cluster_tasks: {error}") from error
         # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
-        watches_chief = leading["host"] == host
-        probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_chief else {}
+        watches_leader = leading["host"] == host
+        probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_leader else {}
         module_args = {
             "work_dir": args["work_dir"],
             "tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
@@ -92,7 +92,7 @@ class ActionModule(ActionBase):
         started = time.monotonic()
         seen_up = set()
         last_step, last_print = None, 0.0
-        chief_done_at = None
+        leader_done_at = None
         # ParameterServerStrategy goes on without a worker; every other loss stops the job.
         tolerate = args["worker_loss"] == "tolerate" and args["strategy"] == "parameter_server"
         only_workers = bool(local) and all(t["type"] == "worker" for t in local)
@@ -142,27 +142,27 @@ class ActionModule(ActionBase):
             seen_up |= set(probe_names) - unreachable
             status = probe.get("status") or {}
             trained = status.get("state") == "running" and status.get("first_step_at")
-            if watches_chief and trained and status.get("step") != last_step:
+            if watches_leader and trained and status.get("step") != last_step:
                 now = time.monotonic()
                 if now - last_print >= args["progress_every"]:
                     display.display(f"[{host}] {format_progress(status)}")
                     last_step, last_print = status.get("step"), now
 
             tasks = {t["name"]: t for t in probe["tasks"]}
-            chief = tasks.get(leading["name"])
-            chief_done = chief is not None and not chief["running"] and chief.get("returncode") == 0
-            if chief_done and chief_done_at is None:
-                chief_done_at = time.monotonic()
+            leading_task = tasks.get(leading["name"])
+            leader_done = leading_task is not None and not leading_task["running"] and leading_task.get("returncode") == 0
+            if leader_done and leader_done_at is None:
+                leader_done_at = time.monotonic()
                 if status:
                     display.display(f"[{host}] {format_progress(status)}")
             # The job has ended here when every task of this host has ended cleanly
-            # (servers stop by themselves shortly after the chief is gone).
+            # (servers stop by themselves shortly after the leader is gone).
             still_running = [t["name"] for t in tasks.values() if t["running"]]
-            if chief_done and (not still_running or time.monotonic() - chief_done_at > args["linger_timeout"]):
+            if leader_done and (not still_running or time.monotonic() - leader_done_at > args["linger_timeout"]):
                 result.update(changed=False, status=status, result=probe.get("result"),
                               lingering=still_running, lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
-            if not watches_chief and tasks and not still_running:
+            if not watches_leader and tasks and not still_running:
                 result.update(changed=False, tasks=list(tasks.values()), lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
 
@@ -179,7 +179,7 @@ class ActionModule(ActionBase):
                                     "Training goes on with the other workers (worker_loss=tolerate).")
                     lost.append(task["name"])
             dead = [a for a in dead if probe_names[a]["name"] not in lost]
-            if watches_chief and dead and not chief_done:
+            if watches_leader and dead and not leader_done:
                 names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
                 result.update(
                     failed=True,

@@ -54,9 +54,21 @@ def command(tool, *args, extra_vars=()):
 
 
 def run(tool, *args, extra_vars=(), env=None, config=CONFIG, cwd=REPO, timeout=TIMEOUT, check=False):
-    """Run an ansible CLI to its end and return the CompletedProcess (check=True raises on a non-zero exit)."""
-    return subprocess.run(command(tool, *args, extra_vars=extra_vars), cwd=str(cwd), env=environment(env, config),
-                          capture_output=True, text=True, timeout=timeout, check=check)
+    """Run an ansible CLI to its end and return the CompletedProcess (check=True raises on a non-zero exit).
+
+    A run past `timeout` is killed and returned with returncode 124 and what it printed so far, so that the
+    failed assertion shows where it hung.
+    """
+    cmd = command(tool, *args, extra_vars=extra_vars)
+    try:
+        return subprocess.run(cmd, cwd=str(cwd), env=environment(env, config), capture_output=True, text=True,
+                              timeout=timeout, check=check)
+    except subprocess.TimeoutExpired as expired:
+        if check:
+            raise
+        output, errors = (text.decode(errors="replace") if isinstance(text, bytes) else text or ""
+                          for text in (expired.stdout, expired.stderr))
+        return subprocess.CompletedProcess(cmd, 124, output, errors + f"\n(killed after {timeout} s)")
 
 
 def run_playbook(playbook, *extra_vars, env=None, args=(), config=CONFIG, cwd=REPO, timeout=TIMEOUT):

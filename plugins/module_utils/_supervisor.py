@@ -10,6 +10,7 @@ with it, and it runs as a command too (the same CLI as the former tfdist-supervi
                         [--env-from-file VAR=FILE ...] [--chdir DIR]
                         [--stop-when-gone HOST:PORT] [--gone-grace SECONDS]
                         [--never-seen-timeout SECONDS] [--stop-timeout SECONDS]
+                        [--announce-end PORT [--announce-for SECONDS]]
                         -- CMD ARGS...
   python _supervisor.py stop --dir TASK_DIR [--timeout SECONDS]
   python _supervisor.py status --dir TASK_DIR
@@ -35,6 +36,13 @@ over (or the chief died): the task is stopped and recorded with returncode 0, re
 When the port never answers within --never-seen-timeout seconds the task is stopped too (returncode 0,
 reason "chief never seen").
 
+--announce-end PORT is for the leader. A job can be over before a probe ever saw the leader's port (a short
+job, or a server launched a little later than the leader), and its servers would then wait for
+--never-seen-timeout. So once the leader has exited with code 0, its supervisor answers on the leader's own
+port for --announce-for seconds with the line "tfdist-finished NAME": a server's probe that reads it counts
+the leader as seen and gone. The task is not running meanwhile (exit.json is written first); `stop` and a
+new `start` end the announcement at once.
+
 Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
 stderr); `status` and `stop` always print JSON.
 
@@ -57,6 +65,8 @@ LOG_NAME = "task.log"
 TASK_FILE = "task.json"
 EXIT_FILE = "exit.json"
 PROG = "tfdist-supervise"
+# The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
+FINISHED = b"tfdist-finished"
 # What a status says of a task that is not running (besides exited / killed by signal N).
 NOT_STARTED = "not started"
 DIED = "died without exit record"
@@ -199,6 +209,20 @@ def tcp_answers(host, port, timeout=2.0):
         return False
 
 
+def probe_leader(host, port, timeout=2.0):
+    """'up' (the port answers), 'finished' (the leader's supervisor announces the end) or 'down'."""
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as connection:
+            # A TF server sends nothing we know, or nothing at all; the announcement comes at once.
+            connection.settimeout(min(timeout, 0.5))
+            try:
+                return "finished" if connection.recv(len(FINISHED)).startswith(FINISHED) else "up"
+            except OSError:
+                return "up"
+    except (OSError, ValueError):
+        return "down"
+
+
 def parse_host_port(value):
     """(host, port) of HOST:PORT ([v6]:PORT too); ValueError otherwise."""
     host, sep, port = value.rpartition(":")
@@ -220,7 +244,8 @@ def task_status(task_dir):
     sup_running = alive(sup_pid, meta.get("supervisor_starttime"))
     status = {
         "name": meta.get("name"),
-        "running": task_running or sup_running,
+        # A supervisor that has written exit.json only announces the end (see --announce-end).
+        "running": task_running or (sup_running and exit_info is None),
         "task_running": task_running,
         "supervisor_running": sup_running,
         "pid": pid,
@@ -271,6 +296,7 @@ class _Supervisor:
         self.stop_reason = None  # set when we end the task ourselves
         self.stop_returncode = None
         self.kill_at = None
+        self.quitting = False  # SIGTERM once the task has ended: leave at once
 
     def terminate(self, reason, returncode=None):
         """Ask the task's process group to end; SIGKILL follows after the timeout."""
@@ -282,7 +308,40 @@ class _Supervisor:
             signal_group(self.proc.pid, signal.SIGTERM)
 
     def on_sigterm(self, signum, frame):
-        self.terminate(STOPPED, None)
+        if self.proc.poll() is None:
+            self.terminate(STOPPED, None)
+        self.quitting = True
+
+    def announce_end(self, port, seconds):
+        """Answer FINISHED on the leader's port for `seconds` (see --announce-end)."""
+        deadline = time.monotonic() + seconds
+        server = None
+        while server is None and not self.quitting and time.monotonic() < deadline:
+            try:
+                if socket.has_dualstack_ipv6():
+                    server = socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
+                else:
+                    server = socket.create_server(("", port))
+            except OSError:
+                time.sleep(0.5)  # the task's own server may hold the port for a moment longer
+        if server is None:
+            if not self.quitting:
+                log_line(self.log, "could not announce the end of the job: port %d stayed busy" % port)
+            return
+        log_line(self.log, "announcing the end of the job on port %d for %ds" % (port, seconds))
+        message = FINISHED + b" " + self.spec["name"].encode() + b"\n"
+        with server:
+            server.settimeout(0.5)
+            while not self.quitting and time.monotonic() < deadline:
+                try:
+                    connection, _ = server.accept()
+                except OSError:
+                    continue
+                with connection:
+                    try:
+                        connection.sendall(message)
+                    except OSError:
+                        pass
 
     def run(self, ready_fd):
         spec = self.spec
@@ -332,6 +391,7 @@ class _Supervisor:
         probe_interval = spec["probe_interval"]
         started = time.monotonic()
         seen_at = None  # last time the chief's port answered
+        finished = False  # the chief's supervisor announced the end of the job
         next_probe = started
         while True:
             returncode = self.proc.poll()
@@ -345,7 +405,13 @@ class _Supervisor:
                     self.kill_at = moment + 3600
             elif chief and moment >= next_probe:
                 next_probe = moment + probe_interval
-                if tcp_answers(chief[0], chief[1], timeout=min(2.0, probe_interval)):
+                answer = probe_leader(chief[0], chief[1], timeout=min(2.0, probe_interval))
+                if answer == "finished" and not finished:
+                    # Seen, and gone: the grace runs from now (or since it last answered).
+                    log_line(self.log, "chief %s announces the end of the job" % spec["stop_when_gone"])
+                    finished = True
+                    seen_at = seen_at or moment
+                if answer == "up":
                     if seen_at is None:
                         log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
                     seen_at = time.monotonic()
@@ -373,6 +439,8 @@ class _Supervisor:
         write_json(os.path.join(task_dir, EXIT_FILE),
                    {"returncode": recorded, "exit_status": returncode, "finished_at": now(), "reason": reason})
         log_line(self.log, "task ended: returncode %s (%s)" % (recorded, reason))
+        if spec["announce_end"] and reason == "exited" and recorded == 0:
+            self.announce_end(spec["announce_end"], spec["announce_for"])
         return 0
 
 
@@ -435,12 +503,14 @@ def _daemonize_and_run(spec, env):
 
 
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
-          gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0):
+          gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
+          announce_for=60.0):
     """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
 
     The task's environment is this process's, then env (values never written anywhere), then env_file,
-    then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from tf_config.json). Raises SupervisorError when
-    the task runs already or cannot be started.
+    then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from tf_config.json). announce_end: a port to announce the
+    end of the job on once the task has exited with code 0. Raises SupervisorError when the task runs already
+    or cannot be started.
     """
     if not command:
         raise SupervisorError("no command given (put it after --)")
@@ -452,6 +522,8 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     if current["running"]:
         raise SupervisorError("task %s in %s is already running (pid %s); stop it first"
                               % (current["name"], task_dir, current["pid"]))
+    if current["supervisor_running"]:
+        stop(task_dir)  # the last run's supervisor still announces its end, on the port this run needs
 
     task_env = dict(os.environ)
     task_env.update({str(key): str(value) for key, value in (env or {}).items()})
@@ -471,8 +543,22 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     spec = {"dir": task_dir, "name": name, "command": list(command), "chdir": chdir,
             "stop_when_gone": stop_when_gone or None, "gone_grace": float(gone_grace),
             "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
-            "stop_timeout": float(stop_timeout)}
+            "stop_timeout": float(stop_timeout), "announce_end": int(announce_end) if announce_end else None,
+            "announce_for": float(announce_for)}
     return _daemonize_and_run(spec, task_env)
+
+
+def end_announcement(meta, timeout):
+    """Stop a supervisor that still announces the end of its job (its task has ended already)."""
+    sup_pid, starttime = meta.get("supervisor_pid"), meta.get("supervisor_starttime")
+    if not alive(sup_pid, starttime):
+        return
+    os.kill(sup_pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while alive(sup_pid, starttime) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive(sup_pid, starttime):
+        os.kill(sup_pid, signal.SIGKILL)
 
 
 def stop(task_dir, timeout=15.0):
@@ -481,6 +567,7 @@ def stop(task_dir, timeout=15.0):
     meta = read_json(os.path.join(task_dir, TASK_FILE)) or {}
     before = task_status(task_dir)
     if not before["running"]:
+        end_announcement(meta, timeout)
         before["stopped"] = False
         return before
 
@@ -538,6 +625,9 @@ def main(argv=None):
     start_parser.add_argument("--probe-interval", type=float, default=2.0)
     start_parser.add_argument("--stop-timeout", type=float, default=10.0,
                               help="seconds between SIGTERM and SIGKILL")
+    start_parser.add_argument("--announce-end", type=int, metavar="PORT",
+                              help="once the task exited with code 0, tell probes of this port the job finished")
+    start_parser.add_argument("--announce-for", type=float, default=60.0, metavar="SECONDS")
     stop_parser = sub.add_parser("stop", help="stop the task and its supervisor (idempotent)")
     stop_parser.add_argument("--dir", required=True)
     stop_parser.add_argument("--timeout", type=float, default=15.0)
@@ -570,7 +660,8 @@ def main(argv=None):
         started = start(args.dir, args.name, command, env_file=args.env_file, env_from_files=env_from_files,
                         chdir=args.chdir, stop_when_gone=args.stop_when_gone, gone_grace=args.gone_grace,
                         never_seen_timeout=args.never_seen_timeout, probe_interval=args.probe_interval,
-                        stop_timeout=args.stop_timeout)
+                        stop_timeout=args.stop_timeout, announce_end=args.announce_end,
+                        announce_for=args.announce_for)
     except SupervisorError as e:
         sys.stderr.write("error: %s\n" % e)
         return 1

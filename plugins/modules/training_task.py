@@ -84,6 +84,19 @@ options:
     description: Stop the task when the chief's port has not answered at all within this many seconds.
     type: int
     default: 1800
+  announce_end:
+    description:
+      - For the leader of a job (the chief, or worker 0 without one), its own TF port. Once the task has exited
+        with return code 0, its supervisor answers on that port for O(announce_for) seconds that the job
+        finished, and tasks started with O(stop_when_gone) pointing at it stop after O(gone_grace) seconds.
+      - Without it a job shorter than the probes' interval, or a server launched after the leader ended, leaves
+        that server running until O(never_seen_timeout).
+      - The task counts as ended meanwhile; O(state=stopped) and a new launch end the announcement at once.
+    type: int
+  announce_for:
+    description: Seconds the end of the job is announced on O(announce_end).
+    type: int
+    default: 60
   config_hash:
     description: Use this value as the configuration instead of the computed hash.
     type: str
@@ -240,7 +253,8 @@ def launch(module):
             p["dir"], p["name"], p["command"],
             env=p["env"], env_file=p["env_file"], env_from_files=dict(sorted(p["env_from_files"].items())),
             chdir=p["chdir"], stop_when_gone=p["stop_when_gone"], gone_grace=p["gone_grace"],
-            never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"])
+            never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"],
+            announce_end=p["announce_end"], announce_for=p["announce_for"])
     except _supervisor.SupervisorError as e:
         module.fail_json(msg="tfdist-supervise start failed: error: %s" % e)
 
@@ -272,6 +286,8 @@ def main():
             stop_when_gone=dict(type="str"),
             gone_grace=dict(type="int", default=20),
             never_seen_timeout=dict(type="int", default=1800),
+            announce_end=dict(type="int"),
+            announce_for=dict(type="int", default=60),
             config_hash=dict(type="str"),
             restart=dict(type="bool", default=False),
             rerun_finished=dict(type="bool", default=True),
@@ -302,6 +318,8 @@ def main():
             if not module.check_mode:
                 result["status"] = _supervisor.stop(task_dir, p["stop_timeout"])
             result["pid"] = None
+        elif status.get("supervisor_running") and not module.check_mode:
+            _supervisor.stop(task_dir, p["stop_timeout"])  # the task has ended; its end is no longer announced
         if p["state"] == "absent" and os.path.isdir(task_dir):
             result["changed"] = True
             if not module.check_mode:

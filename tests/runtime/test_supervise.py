@@ -72,6 +72,70 @@ def test_server_task_is_stopped_when_the_chief_never_answers(task_dir):
     assert status(task_dir)["reason"] == "chief never seen"
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def can_bind(port):
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+            return True
+        except OSError:
+            return False
+
+
+def test_servers_stop_when_the_leader_ended_before_they_ever_saw_it(tmp_path):
+    leader_dir, ps_dir = str(tmp_path / "worker-0"), str(tmp_path / "ps-0")
+    port = free_port()
+    try:
+        # A job so short that no probe could see the leader's port: it ends before the server starts.
+        supervise("start", "--name", "job/worker-0", "--dir", leader_dir, "--announce-end", str(port),
+                  "--announce-for", "30", "--", "true")
+        assert wait_until(lambda: not status(leader_dir)["running"])
+        leader = status(leader_dir)
+        assert (leader["returncode"], leader["supervisor_running"]) == (0, True)  # ended, and announcing it
+
+        supervise("start", "--name", "job/ps-0", "--dir", ps_dir, "--stop-when-gone", "127.0.0.1:%d" % port,
+                  "--gone-grace", "1", "--probe-interval", "0.2", "--never-seen-timeout", "600", "--",
+                  "sleep", "600")
+        assert wait_until(lambda: not status(ps_dir)["running"], timeout=20)
+        assert (status(ps_dir)["returncode"], status(ps_dir)["reason"]) == (0, "chief finished")
+        assert "announces the end of the job" in open(os.path.join(ps_dir, "task.log")).read()
+
+        # stop ends the announcement at once: the port is free for the next run.
+        stopped = json.loads(supervise("stop", "--dir", leader_dir).stdout)
+        assert stopped["stopped"] is False and stopped["returncode"] == 0
+        assert not status(leader_dir)["supervisor_running"]
+        assert wait_until(lambda: can_bind(port), timeout=5)
+    finally:
+        supervise("stop", "--dir", ps_dir, check=False)
+        supervise("stop", "--dir", leader_dir, check=False)
+
+
+def test_a_new_run_of_the_leader_takes_its_port_back_from_the_announcement(task_dir):
+    port = free_port()
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--announce-end", str(port), "--", "true")
+    assert wait_until(lambda: status(task_dir)["supervisor_running"] and can_bind(port) is False)
+
+    listen = "import socket, time; s = socket.create_server(('', %d)); print('bound', flush=True); time.sleep(60)" % port
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--announce-end", str(port), "--",
+              sys.executable, "-c", listen)
+    assert wait_until(lambda: "bound" in open(os.path.join(task_dir, "task.log")).read())
+    assert status(task_dir)["running"] is True
+
+
+def test_a_failed_leader_announces_nothing(task_dir):
+    port = free_port()
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--announce-end", str(port), "--", "false")
+    assert wait_until(lambda: not status(task_dir)["supervisor_running"])
+    assert status(task_dir)["returncode"] == 1
+    assert can_bind(port)
+
+
 def test_output_goes_to_the_log_and_the_exit_code_is_recorded(task_dir):
     supervise("start", "--name", "chief-0", "--dir", task_dir, "--", "sh", "-c", "echo out; echo err >&2; exit 7")
     assert wait_until(lambda: not status(task_dir)["running"])

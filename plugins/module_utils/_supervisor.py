@@ -334,7 +334,7 @@ class _Supervisor:
             server.settimeout(0.5)
             while not self.quitting and time.monotonic() < deadline:
                 try:
-                    connection, _ = server.accept()
+                    connection = server.accept()[0]
                 except OSError:
                     continue
                 with connection:

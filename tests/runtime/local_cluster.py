@@ -116,7 +116,8 @@ def render(task, variables):
     with open(os.path.join(ROLE, "templates", "train.py.j2")) as f:
         source = f.read()
     values = dict(variables, item=task)
-    values.update({key: template(value, values) for key, value in template_task()["vars"].items()})
+    template_vars = template_task()["vars"]["__training_template_vars"]
+    values.update({key: template(value, values) for key, value in template_vars.items()})
     return template(source, values)
 
 

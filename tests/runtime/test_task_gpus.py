@@ -1,5 +1,5 @@
-"""Each TF task's GPU: the task.env that roles/training/tasks/main.yml writes, rendered by Ansible's
-templating from the role's own file, and what the task's process then sees under the supervisor.
+"""Each TF task's GPU: the task.env that roles/training/tasks/main.yml lays down (the training_files module, with
+the role's own `gpus` argument), and what the task's process then sees under the supervisor.
 
 Several tasks on a host with GPUs (training_gpu_count: the cuda role's cuda_gpu_count in a deploy, else its
 local fact): each chief and worker gets
@@ -20,6 +20,8 @@ from ansible.template import Templar
 
 from local_cluster import REPO, SUPERVISOR
 
+from ansible_collections.tfdist.cluster.plugins.modules import training_files
+
 TASKS_FILE = os.path.join(REPO, "roles", "training", "tasks", "main.yml")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "training", "defaults", "main.yml")
 PLAY_VARS = os.path.join(REPO, "playbooks", "group_vars", "all.yml")
@@ -31,10 +33,10 @@ def host_tasks(*names):
             for name in names]
 
 
-def env_task():
-    """The role's task that writes task.env, loaded as Ansible loads it (its templates trusted)."""
+def files_task():
+    """The role's task that lays down each task's files, loaded as Ansible loads it (its templates trusted)."""
     tasks = DataLoader().load_from_file(TASKS_FILE, trusted_as_template=True)
-    return next(t for t in tasks if t["name"].startswith("Write each task's environment"))
+    return next(t for t in tasks if "tfdist.cluster.training_files" in t)["tfdist.cluster.training_files"]
 
 
 def gpu_count_setting(source):
@@ -43,16 +45,12 @@ def gpu_count_setting(source):
 
 
 def render_env_files(my_tasks, source=PLAY_VARS, **variables):
-    """{task name: task.env text} for the tasks of one host, as a deploy (or the role alone) renders them."""
-    task = env_task()
-    files = {}
-    for item in my_tasks:
-        values = {"training_cluster_name": "job", "__training_work_dir": WORK_DIR, "training_env": {},
-                  "__training_my_tasks": my_tasks, "item": item, **gpu_count_setting(source), **task.get("vars", {}),
-                  **variables}
-        files[item["name"]] = Templar(loader=DataLoader(), variables=values).template(
-            task["ansible.builtin.copy"]["content"])
-    return files
+    """{task name: task.env text} for the tasks of one host, as a deploy (or the role alone) writes them: the
+    role's `gpus` argument rendered by Ansible's templating, the file by the training_files module's code."""
+    values = {"training_env": {}, **gpu_count_setting(source), **variables}
+    gpus = int(Templar(loader=DataLoader(), variables=values).template(files_task()["gpus"]))
+    params = {"work_dir": WORK_DIR, "cluster_name": "job", "tasks": my_tasks, "gpus": gpus}
+    return {task["name"]: training_files.task_env(task, params) for task in my_tasks}
 
 
 def devices(my_tasks, **variables):

@@ -1,0 +1,199 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_files
+short_description: Lay down the folders and files of a host's TF tasks in one call
+description:
+  - Writes, for each TF task of the host, the folder O(work_dir)/tasks/NAME with the task's training script
+    C(train.py), its TF_CONFIG C(tf_config.json) and its environment file C(task.env) (C(TFDIST_CLUSTER),
+    C(TFDIST_TASK), C(TFDIST_WORK_DIR), C(TFDIST_TASK_DIR) and, on a GPU host with several tasks,
+    C(CUDA_VISIBLE_DEVICES)).
+  - One call per host, whatever its number of tasks (a call per file costs a connection round trip each, most of
+    the time a deploy spends before its first step on a host with several tasks).
+  - Files are rewritten only when their content or mode differs.
+version_added: 0.5.0
+author: tfdist maintainers (@tfdist)
+options:
+  work_dir:
+    description: The job folder (created with its C(data) and C(tasks) folders when missing).
+    type: path
+    required: true
+  cluster_name:
+    description: The cluster's name, for C(TFDIST_CLUSTER).
+    type: str
+    required: true
+  tasks:
+    description:
+      - The host's TF tasks, as made by the C(tfdist.cluster.tf_tasks) filter (C(name), C(type), C(index) are used).
+    type: list
+    elements: dict
+    required: true
+  scripts:
+    description:
+      - The training script of each task, by task name (for example each rendered from a template with the task's
+        type and index). A task without an entry gets O(script).
+    type: dict
+    default: {}
+  script:
+    description: The training script of every task not in O(scripts).
+    type: str
+  cluster_spec:
+    description: The cluster part of TF_CONFIG (C(tfdist.cluster.tf_cluster_spec)).
+    type: dict
+    required: true
+  chief_name:
+    description: The chief's name in TF_CONFIG; V(master) for Estimator-era scripts.
+    type: str
+    default: chief
+    choices: [chief, master]
+  gpus:
+    description:
+      - GPUs of the host. When it runs several tasks, its chief and worker tasks get one each, round-robin, as
+        C(CUDA_VISIBLE_DEVICES), and the others (ps, evaluator) none. V(0) leaves C(CUDA_VISIBLE_DEVICES) alone.
+    type: int
+    default: 0
+  folders:
+    description: More folders to create under O(work_dir)/tasks (for example V(tensorboard)).
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reports the files that would be written, and changes nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Lay down the task files of this host
+  tfdist.cluster.training_files:
+    work_dir: /var/lib/tfdist/mnist
+    cluster_name: mnist
+    tasks: "{{ hostvars | tfdist.cluster.tf_tasks | selectattr('host', 'equalto', inventory_hostname) }}"
+    script: "{{ lookup('ansible.builtin.file', 'train.py') }}"
+    cluster_spec: "{{ hostvars | tfdist.cluster.tf_tasks | tfdist.cluster.tf_cluster_spec }}"
+"""
+
+RETURN = r"""
+written:
+  description: The files created or rewritten (or that would have been, in check mode), relative to O(work_dir).
+  returned: always
+  type: list
+  elements: str
+  sample: [tasks/worker-0/train.py, tasks/worker-0/tf_config.json]
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+
+
+def task_env(task, params):
+    """The lines of a task's task.env (params: the module's work_dir, cluster_name, tasks and gpus)."""
+    task_dir = os.path.join(params["work_dir"], "tasks", task["name"])
+    lines = ["TFDIST_CLUSTER=%s" % params["cluster_name"], "TFDIST_TASK=%s" % task["name"],
+             "TFDIST_WORK_DIR=%s" % params["work_dir"], "TFDIST_TASK_DIR=%s" % task_dir]
+    if params["gpus"] > 0 and len(params["tasks"]) > 1:
+        # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
+        gpu_tasks = [t["name"] for t in params["tasks"] if t["type"] in ("chief", "worker")]
+        device = str(gpu_tasks.index(task["name"]) % params["gpus"]) if task["name"] in gpu_tasks else ""
+        lines.append("CUDA_VISIBLE_DEVICES=%s" % device)
+    return "".join(line + "\n" for line in lines)
+
+
+def wanted_files(module):
+    """{path relative to work_dir: content} of every task of the host."""
+    p = module.params
+    files = {}
+    for task in p["tasks"]:
+        script = p["scripts"].get(task["name"], p["script"])
+        if script is None:
+            module.fail_json(msg="scripts: no script for task %s, and no script for every task" % task["name"])
+        try:
+            tf_config = _cluster.tf_config(task, p["cluster_spec"], p["chief_name"])
+        except _cluster.ClusterError as error:
+            module.fail_json(msg="tasks: %s" % error)
+        folder = "tasks/%s/" % task["name"]
+        files[folder + "train.py"] = script
+        files[folder + "tf_config.json"] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
+        files[folder + "task.env"] = task_env(task, p)
+    return {path: content.encode() for path, content in files.items()}
+
+
+def needs_write(path, content):
+    try:
+        if (os.stat(path).st_mode & 0o7777) != FILE_MODE:
+            return True
+        with open(path, "rb") as handle:
+            return handle.read() != content
+    except OSError:
+        return True
+
+
+def write_file(path, content):
+    """Atomically: a task that starts meanwhile never reads half a file."""
+    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            work_dir=dict(type="path", required=True),
+            cluster_name=dict(type="str", required=True),
+            tasks=dict(type="list", elements="dict", required=True),
+            scripts=dict(type="dict", default={}),
+            script=dict(type="str"),
+            cluster_spec=dict(type="dict", required=True),
+            chief_name=dict(type="str", default="chief", choices=list(_cluster.CHIEF_NAMES)),
+            gpus=dict(type="int", default=0),
+            folders=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for task in p["tasks"]:
+        missing = [key for key in ("name", "type", "index") if key not in task]
+        if missing:
+            module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
+    files = wanted_files(module)
+    folders = ["", "data", "tasks"] + ["tasks/" + t["name"] for t in p["tasks"]] + ["tasks/" + f for f in p["folders"]]
+    made = [f for f in folders if not os.path.isdir(os.path.join(p["work_dir"], f))]
+    written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]
+    if not module.check_mode:
+        try:
+            for folder in made:
+                os.makedirs(os.path.join(p["work_dir"], folder), mode=DIR_MODE, exist_ok=True)
+            for path in written:
+                write_file(os.path.join(p["work_dir"], path), files[path])
+        except OSError as error:
+            module.fail_json(msg="work_dir: cannot write %s: %s" % (error.filename or p["work_dir"], error.strerror))
+    module.exit_json(changed=bool(made or written), written=written)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""tfdist.cluster.training_files: every task folder of a host in one call, idempotent, with the right TF_CONFIG."""
+
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.tfdist.cluster.plugins.modules import training_files
+
+SPEC = {"ps": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.2:2223"]}
+TASKS = [{"name": "worker-0", "type": "worker", "index": 0}, {"name": "worker-1", "type": "worker", "index": 1},
+         {"name": "ps-0", "type": "ps", "index": 0}]
+
+
+@pytest.fixture
+def run(capsys, tmp_path):
+    def run_module(check_mode=False, **options):
+        args = dict(dict(work_dir=str(tmp_path / "job"), cluster_name="mnist", tasks=TASKS, cluster_spec=SPEC), **options)
+        with patch_module_args(dict(args, _ansible_check_mode=check_mode)), pytest.raises(SystemExit):
+            training_files.main()
+        return json.loads(capsys.readouterr().out)
+    return run_module
+
+
+def test_each_task_gets_its_script_tf_config_and_environment_once(run, tmp_path):
+    scripts = {"worker-0": "print('w0')\n", "worker-1": "print('w1')\n"}
+    first = run(scripts=scripts, script="print('other')\n", folders=["tensorboard"])
+    assert first["changed"] is True and len(first["written"]) == 9
+    job = tmp_path / "job"
+    assert (job / "tasks" / "worker-1" / "train.py").read_text() == "print('w1')\n"
+    assert (job / "tasks" / "ps-0" / "train.py").read_text() == "print('other')\n"
+    assert json.loads((job / "tasks" / "worker-1" / "tf_config.json").read_text()) == {
+        "cluster": SPEC, "task": {"type": "worker", "index": 1}}
+    assert (job / "tasks" / "ps-0" / "task.env").read_text() == (
+        f"TFDIST_CLUSTER=mnist\nTFDIST_TASK=ps-0\nTFDIST_WORK_DIR={job}\nTFDIST_TASK_DIR={job}/tasks/ps-0\n")
+    assert (job / "data").is_dir() and (job / "tasks" / "tensorboard").is_dir()
+
+    second = run(scripts=scripts, script="print('other')\n", folders=["tensorboard"])
+    assert second["changed"] is False and second["written"] == []
+
+    changed = run(scripts=dict(scripts, **{"worker-0": "print('new')\n"}), script="print('other')\n")
+    assert changed["written"] == ["tasks/worker-0/train.py"]
+
+
+def test_check_mode_writes_nothing(run, tmp_path):
+    result = run(check_mode=True, script="x = 1\n")
+    assert result["changed"] is True and "tasks/ps-0/tf_config.json" in result["written"]
+    assert not (tmp_path / "job").exists()
+
+
+def test_gpus_are_shared_among_the_chief_and_workers_only(run, tmp_path):
+    run(script="x = 1\n", gpus=1)
+    env = {t["name"]: (tmp_path / "job" / "tasks" / t["name"] / "task.env").read_text() for t in TASKS}
+    assert "CUDA_VISIBLE_DEVICES=0\n" in env["worker-0"] and "CUDA_VISIBLE_DEVICES=0\n" in env["worker-1"]
+    assert "CUDA_VISIBLE_DEVICES=\n" in env["ps-0"]
+
+
+def test_master_names_the_chief_for_estimator_era_scripts(run, tmp_path):
+    run(script="x = 1\n", tasks=[{"name": "chief-0", "type": "chief", "index": 0}],
+        cluster_spec={"chief": ["10.0.0.1:2222"]}, chief_name="master")
+    config = json.loads((tmp_path / "job" / "tasks" / "chief-0" / "tf_config.json").read_text())
+    assert config == {"cluster": {"master": ["10.0.0.1:2222"]}, "task": {"type": "master", "index": 0}}
+
+
+def test_a_task_without_a_script_is_named(run, tmp_path):
+    result = run(scripts={"worker-0": "x = 1\n"})
+    assert result["failed"] is True and "worker-1" in result["msg"] and "scripts" in result["msg"]
+    assert not (tmp_path / "job").exists()

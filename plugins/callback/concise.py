@@ -22,6 +22,8 @@ description:
   - At verbosity 3 (C(-vvv)) and above the failure is shown whole, as C(ansible.builtin.default) shows it.
   - Skipped tasks are not shown (a deploy skips many checks and steps that do not apply to its cloud);
     C(-v) or more, or O(display_skipped_hosts=true), shows them again.
+  - A loop whose items changed nothing is one line (the host and the number of items) instead of one line
+    per item; items that changed something or failed are shown as usual, and C(-v) shows every item.
   - Used by the tfdist.cluster repository's C(ansible.cfg); set it in your own with
     C(stdout_callback = tfdist.cluster.concise), or C(ANSIBLE_STDOUT_CALLBACK=tfdist.cluster.concise).
 extends_documentation_fragment:
@@ -62,6 +64,7 @@ EXAMPLES = r"""
 #         value of training_strategy must be one of: parameter_server, multi_worker_mirrored, got: bogus
 """
 
+from ansible import constants as C
 from ansible.plugins.callback.default import CallbackModule as DefaultCallbackModule
 
 # What a failed argument-spec validation returns beyond its message and errors: the role's whole
@@ -95,6 +98,26 @@ class CallbackModule(DefaultCallbackModule):
         super().set_options(*args, **kwargs)
         if self._display.verbosity >= 1:  # -v brings back the detail
             self._plugin_options['display_skipped_hosts'] = True
+
+    def v2_runner_item_on_ok(self, result):
+        if self._display.verbosity >= 1 or result.result.get('changed', False) or not self.get_option('display_ok_hosts'):
+            super().v2_runner_item_on_ok(result)
+            return
+        # An unchanged item: its loop's summary line says it (v2_runner_on_ok); warnings still show.
+        if self._last_task_banner != result.task._uuid:
+            self._print_task_banner(result.task)
+        self._handle_warnings_and_exception(result)
+
+    def v2_runner_on_ok(self, result):
+        items = result.result.get('results')
+        if (self._display.verbosity >= 1 or not result.task.loop or not isinstance(items, list)
+                or result.result.get('changed', False) or not self.get_option('display_ok_hosts')):
+            super().v2_runner_on_ok(result)
+            return
+        if self._last_task_banner != result.task._uuid:
+            self._print_task_banner(result.task)
+        self._handle_warnings_and_exception(result)
+        self._display.display('ok: [%s] (%d items)' % (self.host_label(result), len(items)), color=C.COLOR_OK)
 
     def _dump_results(self, result, *args, **kwargs):
         if self._display.verbosity < WHOLE_FROM_VERBOSITY:

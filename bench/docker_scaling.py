@@ -16,12 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from goals import goal, write  # noqa: E402
+
+# A host's line of the PLAY RECAP: its name and its changed count.
+RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.MULTILINE)
 
 
 def playbook(name, cluster, *extra):
@@ -34,7 +41,7 @@ def playbook(name, cluster, *extra):
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         sys.exit(f"{name} of {cluster} failed:\n{run.stdout[-4000:]}")
-    return started, time.time() - started
+    return started, time.time() - started, run.stdout
 
 
 def main():
@@ -50,28 +57,36 @@ def main():
         cluster = f"bench-{nodes}"
         playbook("destroy", cluster)
         extra = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}", f"tf_train_steps={args.steps}")
-        started, first = playbook("deploy", cluster, *extra)
+        started, first, _output = playbook("deploy", cluster, *extra)
         with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
             summary = json.load(handle)
         configure = summary["seconds"]["provision"] + summary["seconds"]["install"]
         launched = float(summary.get("first_step_at", started)) - started - summary["seconds"]["launch_to_first_step"]
-        _started, again = playbook("deploy", cluster, *extra)
+        _started, again, output = playbook("deploy", cluster, *extra)
+        changed = {host: int(count) for host, count in RECAP_LINE.findall(output)}
         playbook("destroy", cluster)
         rows.append({"nodes": nodes, "configure_s": round(launched, 1), "provision_install_s": round(configure, 1),
-                     "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_fraction": round(again / first, 2)})
+                     "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_fraction": round(again / first, 2),
+                     "rerun_changed": changed})
         print(f"{nodes} nodes: configure {launched:.1f}s (provision+install {configure:.1f}s), "
-              f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first", flush=True)
+              f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first, "
+              f"changed on {sum(1 for count in changed.values() if count)} of {len(changed)} hosts", flush=True)
 
     base = rows[0]
     for row in rows:
         row["configure_growth"] = round(row["configure_s"] / base["configure_s"], 2)
-    os.makedirs(os.path.join(REPO, "bench", "results"), exist_ok=True)
-    with open(os.path.join(REPO, "bench", "results", "docker_scaling.json"), "w") as handle:
-        json.dump({"steps": args.steps, "cpus": os.cpu_count(), "rows": rows}, handle, indent=2)
     print()
     print("configure time against the smallest cluster: "
           + ", ".join(f"{r['nodes']} nodes x{r['configure_growth']}" for r in rows))
-    print("written: bench/results/docker_scaling.json")
+    by_size = {row["nodes"]: row for row in rows}
+    goals = []
+    if 4 in by_size:
+        goals.append(goal("docker 4 nodes, re-run that changes nothing / first deploy", by_size[4]["rerun_fraction"], 0.15))
+        changed_hosts = sum(1 for count in by_size[4]["rerun_changed"].values() if count)
+        goals.append(goal("docker 4 nodes, hosts the re-run changed", changed_hosts, 0))
+    if 2 in by_size and 8 in by_size:
+        goals.append(goal("docker configure time, 8 nodes / 2 nodes", by_size[8]["configure_s"] / by_size[2]["configure_s"], 1.5))
+    write("docker_scaling", {"steps": args.steps, "cpus": os.cpu_count(), "rows": rows, "goals": goals})
 
 
 if __name__ == "__main__":

@@ -41,27 +41,28 @@ def playbook(name, *extra):
     return run_playbook(f"playbooks/{name}.yml", f"cluster_name={CLUSTER}", *extra)
 
 
+def deploy(*extra):
+    """deploy.yml on the bench cluster; returns (its start time, the run's summary.json)."""
+    started = time.time()
+    run = playbook("deploy", *extra)
+    if run.returncode != 0:
+        sys.exit("deploy failed:\n" + run.stdout[-4000:])
+    with open(os.path.join(REPO, "artifacts", CLUSTER, "summary.json")) as handle:
+        return started, json.load(handle)
+
+
 def deployed_round(steps, workers, ps):
     """Fresh cluster, full deploy; returns (seconds to first step, examples/s, summary, its first TF port)."""
     playbook("destroy")
     base = free_port_block(1 + workers + ps)
-    started = time.time()
-    run = playbook("deploy", f"tf_train_steps={steps}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_port_base={base}")
-    if run.returncode != 0:
-        sys.exit("deploy failed:\n" + run.stdout[-4000:])
-    with open(os.path.join(REPO, "artifacts", CLUSTER, "summary.json")) as handle:
-        summary = json.load(handle)
+    started, summary = deploy(f"tf_train_steps={steps}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_port_base={base}")
     return summary["first_step_at"] - started, summary["examples_per_sec"], summary, base
 
 
 def changed_rerun(steps, workers, ps, base):
     """The live cluster deployed again with one setting changed (more steps): seconds to the new run's first step."""
-    started = time.time()
-    run = playbook("deploy", f"tf_train_steps={steps}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_port_base={base}")
-    if run.returncode != 0:
-        sys.exit("re-run with more steps failed:\n" + run.stdout[-4000:])
-    with open(os.path.join(REPO, "artifacts", CLUSTER, "summary.json")) as handle:
-        return json.load(handle)["first_step_at"] - started
+    started, summary = deploy(f"tf_train_steps={steps}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_port_base={base}")
+    return summary["first_step_at"] - started
 
 
 def by_hand_round(job_dir, python):

@@ -99,24 +99,28 @@ class CallbackModule(DefaultCallbackModule):
         if self._display.verbosity >= 1:  # -v brings back the detail
             self._plugin_options['display_skipped_hosts'] = True
 
-    def v2_runner_item_on_ok(self, result):
-        if self._display.verbosity >= 1 or result.result.get('changed', False) or not self.get_option('display_ok_hosts'):
-            super().v2_runner_item_on_ok(result)
-            return
-        # An unchanged item: its loop's summary line says it (v2_runner_on_ok); warnings still show.
+    def _shows_every_ok(self, result):
+        """True when an unchanged result is shown as the default callback shows it."""
+        return self._display.verbosity >= 1 or result.result.get('changed', False) or not self.get_option('display_ok_hosts')
+
+    def _banner_and_warnings(self, result):
         if self._last_task_banner != result.task._uuid:
             self._print_task_banner(result.task)
         self._handle_warnings_and_exception(result)
 
+    def v2_runner_item_on_ok(self, result):
+        if self._shows_every_ok(result):
+            super().v2_runner_item_on_ok(result)
+            return
+        # An unchanged item: its loop's summary line says it (v2_runner_on_ok); warnings still show.
+        self._banner_and_warnings(result)
+
     def v2_runner_on_ok(self, result):
         items = result.result.get('results')
-        if (self._display.verbosity >= 1 or not result.task.loop or not isinstance(items, list)
-                or result.result.get('changed', False) or not self.get_option('display_ok_hosts')):
+        if self._shows_every_ok(result) or not result.task.loop or not isinstance(items, list):
             super().v2_runner_on_ok(result)
             return
-        if self._last_task_banner != result.task._uuid:
-            self._print_task_banner(result.task)
-        self._handle_warnings_and_exception(result)
+        self._banner_and_warnings(result)
         self._display.display('ok: [%s] (%d items)' % (self.host_label(result), len(items)), color=C.COLOR_OK)
 
     def _dump_results(self, result, *args, **kwargs):

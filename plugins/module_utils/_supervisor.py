@@ -548,43 +548,31 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     return _daemonize_and_run(spec, task_env)
 
 
-def end_announcement(meta, timeout):
-    """Stop a supervisor that still announces the end of its job (its task has ended already)."""
-    sup_pid, starttime = meta.get("supervisor_pid"), meta.get("supervisor_starttime")
-    if not alive(sup_pid, starttime):
-        return
-    os.kill(sup_pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while alive(sup_pid, starttime) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if alive(sup_pid, starttime):
-        os.kill(sup_pid, signal.SIGKILL)
-
-
 def stop(task_dir, timeout=15.0):
-    """Stop the task and its supervisor (idempotent); returns the status after, with `stopped`."""
+    """Stop the task and its supervisor (idempotent); returns the status after, with `stopped`.
+
+    A task that has ended may still have its supervisor announcing the end of the job: that ends too.
+    """
     task_dir = os.path.abspath(task_dir)
     meta = read_json(os.path.join(task_dir, TASK_FILE)) or {}
     before = task_status(task_dir)
-    if not before["running"]:
-        end_announcement(meta, timeout)
-        before["stopped"] = False
-        return before
-
-    sup_pid, pid = meta.get("supervisor_pid"), meta.get("pid")
+    sup_pid, sup_starttime, pid = meta.get("supervisor_pid"), meta.get("supervisor_starttime"), meta.get("pid")
     deadline = time.monotonic() + timeout
-    if before["supervisor_running"]:
-        os.kill(sup_pid, signal.SIGTERM)  # it stops the task and writes exit.json
-        while alive(sup_pid, meta.get("supervisor_starttime")) and time.monotonic() < deadline:
+    if alive(sup_pid, sup_starttime):
+        os.kill(sup_pid, signal.SIGTERM)  # it stops the task and writes exit.json, or ends its announcement
+        while alive(sup_pid, sup_starttime) and time.monotonic() < deadline:
             time.sleep(0.1)
-    if pid and group_alive(pid):
+    if before["running"] and pid and group_alive(pid):
         # No supervisor left (or it did not manage): end the process group ourselves.
         signal_group(pid, signal.SIGTERM)
         while group_alive(pid) and time.monotonic() < deadline + 5:
             time.sleep(0.1)
         signal_group(pid, signal.SIGKILL)
-    if sup_pid and alive(sup_pid, meta.get("supervisor_starttime")):
+    if alive(sup_pid, sup_starttime):
         os.kill(sup_pid, signal.SIGKILL)
+    if not before["running"]:
+        before["stopped"] = False
+        return before
     time.sleep(0.05)
     if read_json(os.path.join(task_dir, EXIT_FILE)) is None:
         write_json(os.path.join(task_dir, EXIT_FILE), {"returncode": None, "finished_at": now(), "reason": STOPPED})

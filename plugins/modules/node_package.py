@@ -89,11 +89,11 @@ import hashlib
 import os
 import pkgutil
 import shutil
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 # Imported so that AnsiballZ ships their sources with this module; each one is a file of the package.
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage, _supervisor, train
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
@@ -102,8 +102,6 @@ PACKAGE_NAME = "tfdist"
 SHIPPED = (_cluster, _storage, _supervisor, train, checkpoints, cli, data, evaluator, job, model, progress,
            results, strategies)
 CHECKSUMS = "SHA256SUMS"
-FILE_MODE = 0o644
-DIR_MODE = 0o755
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
 tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _storage and _supervisor are
@@ -134,16 +132,6 @@ def package_files():
     return files
 
 
-def needs_write(path, content):
-    try:
-        if (os.stat(path).st_mode & 0o7777) != FILE_MODE:
-            return True
-        with open(path, "rb") as handle:
-            return handle.read() != content
-    except OSError:
-        return True
-
-
 def stale_entries(root, files):
     """Paths under root (relative) that are not part of the package: whole folders where nothing of it lives."""
     wanted_dirs = {os.path.dirname(path) for path in files}
@@ -164,21 +152,6 @@ def stale_entries(root, files):
             if path not in files:
                 stale.append(path)
     return sorted(stale)
-
-
-def write_file(path, content):
-    """Atomically: a running task that imports the package never reads half a file."""
-    os.makedirs(os.path.dirname(path), mode=DIR_MODE, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(content)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def main():

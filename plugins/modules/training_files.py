@@ -94,14 +94,11 @@ written:
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
-
-FILE_MODE = 0o644
-DIR_MODE = 0o755
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 
 
 def task_env(task, params):
@@ -134,30 +131,6 @@ def wanted_files(module):
         files[folder + "tf_config.json"] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
         files[folder + "task.env"] = task_env(task, p)
     return {path: content.encode() for path, content in files.items()}
-
-
-def needs_write(path, content):
-    try:
-        if (os.stat(path).st_mode & 0o7777) != FILE_MODE:
-            return True
-        with open(path, "rb") as handle:
-            return handle.read() != content
-    except OSError:
-        return True
-
-
-def write_file(path, content):
-    """Atomically: a task that starts meanwhile never reads half a file."""
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(content)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def main():

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from local_cluster import SUPERVISOR
-from processes import alive, wait_until
+from processes import alive, free_port_block, wait_until
 
 
 def supervise(*args, check=True):
@@ -72,12 +72,6 @@ def test_server_task_is_stopped_when_the_chief_never_answers(task_dir):
     assert status(task_dir)["reason"] == "chief never seen"
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def can_bind(port):
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -90,7 +84,7 @@ def can_bind(port):
 
 def test_servers_stop_when_the_leader_ended_before_they_ever_saw_it(tmp_path):
     leader_dir, ps_dir = str(tmp_path / "worker-0"), str(tmp_path / "ps-0")
-    port = free_port()
+    port = free_port_block(1)
     try:
         # A job so short that no probe could see the leader's port: it ends before the server starts.
         supervise("start", "--name", "job/worker-0", "--dir", leader_dir, "--announce-end", str(port),
@@ -117,7 +111,7 @@ def test_servers_stop_when_the_leader_ended_before_they_ever_saw_it(tmp_path):
 
 
 def test_a_new_run_of_the_leader_takes_its_port_back_from_the_announcement(task_dir):
-    port = free_port()
+    port = free_port_block(1)
     supervise("start", "--name", "chief-0", "--dir", task_dir, "--announce-end", str(port), "--", "true")
     assert wait_until(lambda: status(task_dir)["supervisor_running"] and can_bind(port) is False)
 
@@ -129,7 +123,7 @@ def test_a_new_run_of_the_leader_takes_its_port_back_from_the_announcement(task_
 
 
 def test_a_failed_leader_announces_nothing(task_dir):
-    port = free_port()
+    port = free_port_block(1)
     supervise("start", "--name", "chief-0", "--dir", task_dir, "--announce-end", str(port), "--", "false")
     assert wait_until(lambda: not status(task_dir)["supervisor_running"])
     assert status(task_dir)["returncode"] == 1

@@ -42,6 +42,12 @@ def tf_flags(task, cluster_spec, interface='tf_config', chief_name='chief'):
     return _cluster.flags(task, cluster_spec, interface, chief_name)
 
 
+def tf_launches(tasks, work_dir, cluster, cluster_spec, leader, python, interface='tf_config', chief_name='chief',
+                script_args=(), watch_files=()):
+    return _cluster.launches(tasks, work_dir, cluster, cluster_spec, leader, python, interface, chief_name,
+                             script_args, watch_files)
+
+
 def tf_config(task, cluster_spec, chief_name='chief'):
     try:
         return _cluster.tf_config(task, cluster_spec, chief_name)
@@ -147,6 +153,7 @@ class FilterModule:
             'tf_launch_order': tf_launch_order,
             'tf_cluster_spec': tf_cluster_spec,
             'tf_flags': tf_flags,
+            'tf_launches': tf_launches,
             'tf_config': tf_config,
             'tf_leader': tf_leader,
             'tf_count_error': tf_count_error,

@@ -286,6 +286,41 @@ def launch_order(cluster_tasks):
     return sorted(cluster_tasks, key=lambda t: (LAUNCH_ORDER.index(t['type']), int(t['index'])))
 
 
+# A task's folder under the job's work dir, and the files that make its configuration (training_files writes them).
+TASK_SCRIPT = 'train.py'
+TASK_TF_CONFIG = 'tf_config.json'
+TASK_ENV = 'task.env'
+
+
+def task_folder(work_dir, name):
+    return '%s/tasks/%s' % (work_dir, name)
+
+
+def launches(cluster_tasks, work_dir, cluster, spec, leader_task, python, interface='tf_config', chief_name='chief',
+             script_args=(), watch_files=()):
+    """How to start each task (training_task's `tasks`), servers first.
+
+    The servers stop once the leader's port has answered and gone silent; the leader announces its own end on that
+    port, so servers started after a short job still learn of it.
+    """
+    result = []
+    for task in launch_order(cluster_tasks):
+        folder = task_folder(work_dir, task['name'])
+        leads = task['name'] == leader_task['name']
+        result.append({
+            'name': '%s/%s' % (cluster, task['name']),
+            'dir': folder,
+            'command': ([python, '%s/%s' % (folder, TASK_SCRIPT)] + flags(task, spec, interface, chief_name)
+                        + [str(arg) for arg in script_args]),
+            'env_file': '%s/%s' % (folder, TASK_ENV),
+            'env_from_files': {'TF_CONFIG': '%s/%s' % (folder, TASK_TF_CONFIG)},
+            'watch_files': ['%s/%s' % (folder, TASK_SCRIPT), '%s/%s' % (folder, TASK_TF_CONFIG)] + list(watch_files),
+            'stop_when_gone': None if leads else '%s:%s' % (leader_task['address'], leader_task['port']),
+            'announce_end': int(task['port']) if leads else None,
+        })
+    return result
+
+
 def flags(task, spec, interface='tf_config', chief_name='chief'):
     """The classic command-line flags of a task, for scripts that do not read TF_CONFIG.
 

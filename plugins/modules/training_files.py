@@ -103,7 +103,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_M
 
 def task_env(task, params):
     """The lines of a task's task.env (params: the module's work_dir, cluster_name, tasks and gpus)."""
-    task_dir = os.path.join(params["work_dir"], "tasks", task["name"])
+    task_dir = _cluster.task_folder(params["work_dir"], task["name"])
     lines = ["TFDIST_CLUSTER=%s" % params["cluster_name"], "TFDIST_TASK=%s" % task["name"],
              "TFDIST_WORK_DIR=%s" % params["work_dir"], "TFDIST_TASK_DIR=%s" % task_dir]
     if params["gpus"] > 0 and len(params["tasks"]) > 1:
@@ -126,11 +126,11 @@ def wanted_files(module):
             tf_config = _cluster.tf_config(task, p["cluster_spec"], p["chief_name"])
         except _cluster.ClusterError as error:
             module.fail_json(msg="tasks: %s" % error)
-        folder = "tasks/%s/" % task["name"]
-        files[folder + "train.py"] = script
-        files[folder + "tf_config.json"] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
-        files[folder + "task.env"] = task_env(task, p)
-    return {path: content.encode() for path, content in files.items()}
+        folder = _cluster.task_folder(p["work_dir"], task["name"]) + "/"
+        files[folder + _cluster.TASK_SCRIPT] = script
+        files[folder + _cluster.TASK_TF_CONFIG] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
+        files[folder + _cluster.TASK_ENV] = task_env(task, p)
+    return {os.path.relpath(path, p["work_dir"]): content.encode() for path, content in files.items()}
 
 
 def main():
@@ -154,7 +154,8 @@ def main():
         if missing:
             module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
     files = wanted_files(module)
-    folders = ["", "data", "tasks"] + ["tasks/" + t["name"] for t in p["tasks"]] + ["tasks/" + f for f in p["folders"]]
+    folders = ["", "data", "tasks"] + [os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
+                                       for name in [t["name"] for t in p["tasks"]] + p["folders"]]
     made = [f for f in folders if not os.path.isdir(os.path.join(p["work_dir"], f))]
     written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]
     if not module.check_mode:

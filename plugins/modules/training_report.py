@@ -12,7 +12,8 @@ description:
     and writes C(summary.json) next to them, adding the wall-clock seconds of each deploy phase.
   - A script of your own may write no C(result.json) or no model (with O(required=false)). The summary then
     lists what was not found and where it was looked for, with a warning; the script's exit code decided.
-  - Draws the loss curve as C(loss.png) when matplotlib is available.
+  - Draws the loss curve as C(loss.png) when matplotlib is available and the history is newer than the curve.
+  - Files are rewritten only when their content differs.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
@@ -34,6 +35,9 @@ options:
     description:
       - Unix times of the deploy phases, each optional C(deploy_started), C(provisioned),
         C(installed), C(launched).
+      - Without C(launched) (a re-run that launched nothing, as the job had finished with the same settings), the
+        summary keeps the phases of the deploy that ran the job, and the files are left as they are when nothing
+        else differs (C(changed=false)).
     type: dict
     default: {}
   lost_tasks:
@@ -112,6 +116,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
 
 try:
     import matplotlib
@@ -137,6 +142,14 @@ def phase_seconds(clock, result):
         "training": result.get("training_seconds"),
         "total": between(clock.get("deploy_started"), time.time()),
     }
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
 
 
 def read_history(path):
@@ -188,30 +201,39 @@ def main():
         with open(result_path) as handle:
             result = json.load(handle)
 
+    summary_path = os.path.join(folder, "summary.json")
+    clock = module.params["clock"]
+    seconds = phase_seconds(clock, result)
+    if not clock.get("launched"):
+        # Nothing launched by this deploy: the job's phases are those of the deploy that ran it.
+        seconds = (read_json(summary_path) or {}).get("seconds", seconds)
     summary = dict(result)
     summary.update(
         cluster=module.params["cluster"],
         cloud=module.params["cloud"],
-        seconds=phase_seconds(module.params["clock"], result),
+        seconds=seconds,
         lost_tasks=module.params["lost_tasks"],
         missing=[f"{source}/{name}" for name in missing],
     )
-    summary_path = os.path.join(folder, "summary.json")
-    with open(summary_path, "w") as handle:
-        json.dump(summary, handle, indent=2, sort_keys=True)
-        handle.write("\n")
+    content = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
+    changed = needs_write(summary_path, content)
+    if changed:
+        write_file(summary_path, content)
 
     curve_path = ""
-    history = read_history(os.path.join(folder, "history.csv"))
+    history_path = os.path.join(folder, "history.csv")
+    history = read_history(history_path)
     if history and HAS_MATPLOTLIB:
         curve_path = os.path.join(folder, "loss.png")
-        title = f"{module.params['cluster']} ({module.params['cloud']}): {summary.get('strategy', '')}"
-        draw_loss_curve(history, curve_path, title)
+        if not os.path.exists(curve_path) or os.path.getmtime(curve_path) < os.path.getmtime(history_path):
+            title = f"{module.params['cluster']} ({module.params['cloud']}): {summary.get('strategy', '')}"
+            draw_loss_curve(history, curve_path, title)
+            changed = True
     elif history:
         module.warn("matplotlib is not installed on the controller: no loss.png drawn")
 
     module.exit_json(
-        changed=True,
+        changed=changed,
         summary=summary,
         summary_path=summary_path,
         model_path="" if "model/model.keras" in missing else model_path,

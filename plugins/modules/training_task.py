@@ -24,14 +24,56 @@ version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 options:
   name:
-    description: Task name, for example V(worker-1); shown in the log and the status.
+    description:
+      - Task name, for example V(worker-1); shown in the log and the status.
+      - Required unless O(tasks) is given.
     type: str
-    required: true
   dir:
-    description: The task's own directory (created when missing); holds task.log, task.pid, supervisor.pid,
-      task.json and exit.json.
+    description:
+      - The task's own directory (created when missing); holds task.log, task.pid, supervisor.pid,
+        task.json and exit.json.
+      - Required with O(name).
     type: path
-    required: true
+  tasks:
+    description:
+      - Several tasks of one host in one call, handled in the order given (for a TF job, servers before
+        the chief). Each entry holds the options of one task; the other options are shared by all of them.
+      - With O(wait), the tasks launched by this call are watched together.
+      - The result then lists each task's result in RV(tasks), and C(changed) is true when any task changed.
+    type: list
+    elements: dict
+    version_added: 0.5.0
+    suboptions:
+      name:
+        description: As O(name).
+        type: str
+        required: true
+      dir:
+        description: As O(dir).
+        type: path
+        required: true
+      command:
+        description: As O(command).
+        type: list
+        elements: str
+      env_file:
+        description: As O(env_file).
+        type: path
+      env_from_files:
+        description: As O(env_from_files).
+        type: dict
+        default: {}
+      watch_files:
+        description: As O(watch_files).
+        type: list
+        elements: path
+        default: []
+      stop_when_gone:
+        description: As O(stop_when_gone).
+        type: str
+      announce_end:
+        description: As O(announce_end).
+        type: int
   state:
     description:
       - V(started) ensures a run is in progress, see the description.
@@ -152,6 +194,21 @@ EXAMPLES = r"""
       TF_CONFIG: /var/lib/tfdist/job/tasks/chief-0/tf_config.json
     wait: 5
 
+- name: Start the tasks of a host in one call, the parameter server first
+  tfdist.cluster.training_task:
+    tasks:
+      - name: ps-0
+        dir: /var/lib/tfdist/job/tasks/ps-0
+        command: [/opt/tfdist/venv/bin/python, /var/lib/tfdist/job/tasks/ps-0/train.py]
+        env_from_files: {TF_CONFIG: /var/lib/tfdist/job/tasks/ps-0/tf_config.json}
+        stop_when_gone: 10.0.0.5:2222
+      - name: worker-0
+        dir: /var/lib/tfdist/job/tasks/worker-0
+        command: [/opt/tfdist/venv/bin/python, /var/lib/tfdist/job/tasks/worker-0/train.py]
+        env_from_files: {TF_CONFIG: /var/lib/tfdist/job/tasks/worker-0/tf_config.json}
+        stop_when_gone: 10.0.0.5:2222
+    wait: 2
+
 - name: Stop a task
   tfdist.cluster.training_task:
     name: worker-1
@@ -163,20 +220,20 @@ RETURN = r"""
 pid:
   description: Pid of the running task or of the run this call launched (which may have ended already);
     null otherwise. It is also the id of the task's process group.
-  returned: always
+  returned: always (with O(tasks), in each entry of RV(tasks))
   type: int
   sample: 12345
 started:
   description: Whether this call launched a new run.
-  returned: always
+  returned: always (with O(tasks), in each entry of RV(tasks))
   type: bool
 stopped:
   description: Whether this call stopped a running task.
-  returned: always
+  returned: always (with O(tasks), in each entry of RV(tasks))
   type: bool
 config_hash:
   description: The configuration hash of the task as now requested (O(state=started) only).
-  returned: when state is started
+  returned: when state is started (with O(tasks), in each entry of RV(tasks))
   type: str
   sample: 3f0a...
 status:
@@ -184,12 +241,18 @@ status:
     - The task's state after this call, as the supervisor records it in O(dir).
     - The keys of an entry of RV(tfdist.cluster.training_status#module:tasks) (C(running), C(pid), C(returncode),
       C(reason), C(started_at), C(finished_at)), which documents them.
-  returned: always
+  returned: always (with O(tasks), in each entry of RV(tasks))
   type: dict
 log_tail:
   description: Last lines of task.log when the task failed within O(wait).
   returned: on failure within O(wait)
   type: str
+tasks:
+  description: With O(tasks), the result of each task, in the order given, with its C(name) and the keys above.
+  returned: when O(tasks) is given
+  type: list
+  elements: dict
+  version_added: 0.5.0
 """
 
 import hashlib
@@ -202,6 +265,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 
 HASH_FILE = "config.sha256"
+# The options that describe one task; with `tasks`, each entry sets them and the rest is shared.
+TASK_OPTIONS = ("name", "dir", "command", "env_file", "env_from_files", "watch_files", "stop_when_gone", "announce_end")
 # The state of a task whose folder does not exist yet.
 NEVER_STARTED = {"running": False, "pid": None, "returncode": None, "reason": _supervisor.NOT_STARTED,
                  "started_at": None, "finished_at": None}
@@ -245,18 +310,14 @@ def status_of(task_dir):
     return _supervisor.task_status(task_dir)
 
 
-def launch(module):
+def launch(p):
     """Start the task under a supervisor forked from this module's process (it outlives the module)."""
-    p = module.params
-    try:
-        return _supervisor.start(
-            p["dir"], p["name"], p["command"],
-            env=p["env"], env_file=p["env_file"], env_from_files=dict(sorted(p["env_from_files"].items())),
-            chdir=p["chdir"], stop_when_gone=p["stop_when_gone"], gone_grace=p["gone_grace"],
-            never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"],
-            announce_end=p["announce_end"], announce_for=p["announce_for"])
-    except _supervisor.SupervisorError as e:
-        module.fail_json(msg="tfdist-supervise start failed: error: %s" % e)
+    return _supervisor.start(
+        p["dir"], p["name"], p["command"],
+        env=p["env"], env_file=p["env_file"], env_from_files=dict(sorted(p["env_from_files"].items())),
+        chdir=p["chdir"], stop_when_gone=p["stop_when_gone"], gone_grace=p["gone_grace"],
+        never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"],
+        announce_end=p["announce_end"], announce_for=p["announce_for"])
 
 
 def plan_started(params, status, old_hash, new_hash):
@@ -271,11 +332,104 @@ def plan_started(params, status, old_hash, new_hash):
     return "launch"
 
 
+class TaskError(Exception):
+    """A task that cannot be brought to its state: the message, and the result so far."""
+
+    def __init__(self, msg, result):
+        super().__init__(msg)
+        self.result = result
+
+
+def check_params(p):
+    """The rules of one task's options that the argument spec cannot say; returns an error message or None."""
+    if p["state"] == "started" and not p["command"]:
+        return "command is required with state=started (task %s)" % p["name"] if p["command"] is None \
+            else "command must not be empty (task %s)" % p["name"]
+    if p["stop_when_gone"]:
+        host, sep, port = p["stop_when_gone"].rpartition(":")
+        if not sep or not host or not port.isdigit():
+            return "stop_when_gone must be HOST:PORT, got %r (task %s)" % (p["stop_when_gone"], p["name"])
+    return None
+
+
+def ensure_stopped(p, status, result, check_mode):
+    if status["running"]:
+        result.update(changed=True, stopped=True)
+        if not check_mode:
+            result["status"] = _supervisor.stop(p["dir"], p["stop_timeout"])
+        result["pid"] = None
+    elif status.get("supervisor_running") and not check_mode:
+        _supervisor.stop(p["dir"], p["stop_timeout"])  # the task has ended; its end is no longer announced
+    if p["state"] == "absent" and os.path.isdir(p["dir"]):
+        result["changed"] = True
+        if not check_mode:
+            shutil.rmtree(p["dir"])
+    return result
+
+
+def ensure(p, check_mode):
+    """Bring one task to p["state"]; returns its result (launched tasks are not waited for here)."""
+    status = status_of(p["dir"])
+    result = dict(name=p["name"], changed=False, started=False, stopped=False,
+                  pid=status.get("pid") if status["running"] else None, status=status)
+    if p["state"] in ("stopped", "absent"):
+        return ensure_stopped(p, status, result, check_mode)
+
+    new_hash = p["config_hash"] or compute_hash(p)
+    action = plan_started(p, status, read_text(os.path.join(p["dir"], HASH_FILE)), new_hash)
+    result["config_hash"] = new_hash
+    if action == "keep":
+        return result
+    result.update(changed=True, started=True, stopped=action == "restart")
+    if check_mode:
+        return result
+    if action == "restart":
+        _supervisor.stop(p["dir"], p["stop_timeout"])
+    os.makedirs(p["dir"], exist_ok=True)
+    try:
+        launched = launch(p)
+    except _supervisor.SupervisorError as e:
+        raise TaskError("tfdist-supervise start failed: error: %s" % e, result)
+    with open(os.path.join(p["dir"], HASH_FILE), "w") as f:
+        f.write(new_hash + "\n")
+    result["pid"] = launched.get("pid")
+    return result
+
+
+def wait_for_early_failures(results, params, seconds):
+    """Watch the launched tasks for `seconds`; a non-zero exit in that time raises TaskError with its log."""
+    deadline = time.time() + seconds
+    pending = [(r, p) for r, p in zip(results, params) if r["started"]]
+    while True:
+        for r, p in pending:
+            r["status"] = status_of(p["dir"])
+        for r, p in pending:
+            status = r["status"]
+            if not status["running"] and status.get("returncode") != 0:
+                r["log_tail"] = _supervisor.log_tail(p["dir"])
+                raise TaskError("task %s exited with code %s (%s) right after it started; last lines of its log:\n%s"
+                                % (p["name"], status.get("returncode"), status.get("reason"), r["log_tail"]), r)
+        pending = [(r, p) for r, p in pending if r["status"]["running"]]
+        if not pending or time.time() >= deadline:
+            return
+        time.sleep(0.5)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type="str", required=True),
-            dir=dict(type="path", required=True),
+            name=dict(type="str"),
+            dir=dict(type="path"),
+            tasks=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                dir=dict(type="path", required=True),
+                command=dict(type="list", elements="str"),
+                env_file=dict(type="path"),
+                env_from_files=dict(type="dict", default={}),
+                watch_files=dict(type="list", elements="path", default=[]),
+                stop_when_gone=dict(type="str"),
+                announce_end=dict(type="int"),
+            )),
             state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
             command=dict(type="list", elements="str"),
             env=dict(type="dict", default={}, no_log=True),
@@ -294,69 +448,39 @@ def main():
             wait=dict(type="int", default=0),
             stop_timeout=dict(type="int", default=15),
         ),
-        required_if=[("state", "started", ["command"])],
+        required_one_of=[("name", "tasks")],
+        required_together=[("name", "dir")],
+        mutually_exclusive=[(option, "tasks") for option in TASK_OPTIONS] + [("config_hash", "tasks")],
         supports_check_mode=True,
     )
-    p = module.params
-    p["dir"] = os.path.abspath(p["dir"])
-    p["env_from_files"] = {str(k): str(v) for k, v in p["env_from_files"].items()}
-    if p["command"] is not None and not p["command"]:
-        module.fail_json(msg="command must not be empty")
-    if p["stop_when_gone"]:
-        host, sep, port = p["stop_when_gone"].rpartition(":")
-        if not sep or not host or not port.isdigit():
-            module.fail_json(msg="stop_when_gone must be HOST:PORT, got %r" % p["stop_when_gone"])
+    # One task's options: its own, over what the tasks of one call share.
+    shared = dict((key, value) for key, value in module.params.items() if key != "tasks")
+    each = module.params["tasks"] if module.params["tasks"] is not None else [{}]
+    params = [dict(shared, **task) for task in each]
+    for p in params:
+        p["dir"] = os.path.abspath(p["dir"])
+        p["env_from_files"] = dict((str(k), str(v)) for k, v in p["env_from_files"].items())
+        error = check_params(p)
+        if error:
+            module.fail_json(msg=error)
 
-    task_dir = p["dir"]
-    status = status_of(task_dir)
-    result = dict(changed=False, started=False, stopped=False, pid=status.get("pid") if status["running"] else None,
-                  status=status)
+    results = []
+    try:
+        for p in params:
+            results.append(ensure(p, module.check_mode))
+        if not module.check_mode and shared["state"] == "started":
+            wait_for_early_failures(results, params, shared["wait"])
+    except TaskError as e:
+        done = results if any(r is e.result for r in results) else results + [e.result]
+        outcome = dict(e.result, changed=any(r["changed"] for r in done))
+        if module.params["tasks"] is not None:
+            outcome["tasks"] = done
+        module.fail_json(msg=str(e), **outcome)
 
-    if p["state"] in ("stopped", "absent"):
-        if status["running"]:
-            result.update(changed=True, stopped=True)
-            if not module.check_mode:
-                result["status"] = _supervisor.stop(task_dir, p["stop_timeout"])
-            result["pid"] = None
-        elif status.get("supervisor_running") and not module.check_mode:
-            _supervisor.stop(task_dir, p["stop_timeout"])  # the task has ended; its end is no longer announced
-        if p["state"] == "absent" and os.path.isdir(task_dir):
-            result["changed"] = True
-            if not module.check_mode:
-                shutil.rmtree(task_dir)
-        module.exit_json(**result)
-
-    new_hash = p["config_hash"] or compute_hash(p)
-    old_hash = read_text(os.path.join(task_dir, HASH_FILE))
-    action = plan_started(p, status, old_hash, new_hash)
-    result["config_hash"] = new_hash
-    if action == "keep":
-        module.exit_json(**result)
-
-    result.update(changed=True, started=True, stopped=action == "restart")
-    if module.check_mode:
-        module.exit_json(**result)
-
-    if action == "restart":
-        _supervisor.stop(task_dir, p["stop_timeout"])
-    os.makedirs(task_dir, exist_ok=True)
-    launched = launch(module)
-    with open(os.path.join(task_dir, HASH_FILE), "w") as f:
-        f.write(new_hash + "\n")
-    result["pid"] = launched.get("pid")
-
-    deadline = time.time() + p["wait"]
-    status = status_of(task_dir)
-    while status["running"] and time.time() < deadline:
-        time.sleep(0.5)
-        status = status_of(task_dir)
-    result["status"] = status
-    if not status["running"]:
-        if status.get("returncode") != 0:
-            result["log_tail"] = _supervisor.log_tail(task_dir)
-            module.fail_json(msg="task %s exited with code %s (%s) right after it started; last lines of its log:\n%s"
-                             % (p["name"], status.get("returncode"), status.get("reason"), result["log_tail"]),
-                             **result)
+    if module.params["tasks"] is not None:
+        module.exit_json(changed=any(r["changed"] for r in results), tasks=results)
+    result = results[0]
+    del result["name"]
     module.exit_json(**result)
 
 

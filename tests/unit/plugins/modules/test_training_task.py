@@ -29,7 +29,7 @@ def task_dir(tmp_path):
 def run(capsys, task_dir):
     """Run the module; returns its JSON result (with `failed` on failure)."""
     def run_module(check_mode=False, **options):
-        args = dict(name="worker-1", dir=task_dir)
+        args = {} if "tasks" in options else dict(name="worker-1", dir=task_dir)
         args.update(options, _ansible_check_mode=check_mode)
         with patch_module_args(args), pytest.raises(SystemExit):
             training_task.main()
@@ -164,3 +164,33 @@ def test_task_killed_outside_the_supervisor_is_relaunched(run):
 def test_bad_options_fail_with_a_message_naming_them(run):
     assert "command" in run()["msg"]
     assert "stop_when_gone" in run(command=["sleep", "1"], stop_when_gone="chief-without-port")["msg"]
+
+
+def test_tasks_of_a_host_start_in_one_call_and_a_second_call_changes_nothing(run, tmp_path):
+    tasks = [{"name": name, "dir": str(tmp_path / name), "command": ["sleep", "60"]} for name in ("ps-0", "worker-0")]
+    first = run(tasks=tasks)
+    assert first["changed"] is True
+    assert [t["name"] for t in first["tasks"]] == ["ps-0", "worker-0"]
+    assert all(t["started"] and alive(t["pid"]) for t in first["tasks"])
+
+    again = run(tasks=tasks)
+    assert again["changed"] is False
+    assert [t["pid"] for t in again["tasks"]] == [t["pid"] for t in first["tasks"]]
+
+    stopped = run(tasks=[{"name": t["name"], "dir": t["dir"]} for t in tasks], state="stopped")
+    assert stopped["changed"] is True and not any(alive(t["pid"]) for t in first["tasks"])
+
+
+def test_one_task_failing_within_wait_names_that_task(run, tmp_path):
+    tasks = [{"name": "ps-0", "dir": str(tmp_path / "ps-0"), "command": ["sleep", "60"]},
+             {"name": "worker-0", "dir": str(tmp_path / "worker-0"), "command": ["sh", "-c", "echo no data >&2; exit 3"]}]
+    result = run(tasks=tasks, wait=3)
+    assert result["failed"] is True
+    assert "worker-0 exited with code 3" in result["msg"] and "no data" in result["msg"]
+    run(tasks=tasks, state="stopped")
+
+
+def test_tasks_and_the_options_of_one_task_do_not_mix(run, tmp_path):
+    tasks = [{"name": "ps-0", "dir": str(tmp_path / "ps-0"), "command": ["sleep", "1"]}]
+    assert "tasks" in run(tasks=tasks, name="ps-0", dir=str(tmp_path / "ps-0"))["msg"]
+    assert "command is required" in run(tasks=[{"name": "ps-0", "dir": str(tmp_path / "ps-0")}])["msg"]

@@ -117,6 +117,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 
 try:
     import matplotlib
@@ -142,14 +143,6 @@ def phase_seconds(clock, result):
         "training": result.get("training_seconds"),
         "total": between(clock.get("deploy_started"), time.time()),
     }
-
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 
 def read_history(path):

@@ -342,9 +342,10 @@ class TaskError(Exception):
 
 def check_params(p):
     """The rules of one task's options that the argument spec cannot say; returns an error message or None."""
+    if p["state"] == "started" and p["command"] is None:
+        return "command is required with state=started (task %s)" % p["name"]
     if p["state"] == "started" and not p["command"]:
-        return "command is required with state=started (task %s)" % p["name"] if p["command"] is None \
-            else "command must not be empty (task %s)" % p["name"]
+        return "command must not be empty (task %s)" % p["name"]
     if p["stop_when_gone"]:
         host, sep, port = p["stop_when_gone"].rpartition(":")
         if not sep or not host or not port.isdigit():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 
 SSH_PORT = 22
@@ -27,6 +28,15 @@ DELETE_RETRY_PERIOD = 5
 def access_name(cluster):
     """The name of the cluster's key pair, security group, firewall tag: tfdist-<cluster>."""
     return 'tfdist-%s' % cluster
+
+
+def access_cluster(name, suffix=''):
+    """The cluster whose access name (tfdist-<cluster>, then `suffix`) is `name`, or None: access_name's inverse."""
+    prefix = access_name('')
+    if not (isinstance(name, str) and name.startswith(prefix) and name.endswith(suffix)):
+        return None
+    cluster = name[len(prefix):len(name) - len(suffix)]
+    return cluster if CLUSTER_NAME_RE.match(cluster) else None
 
 
 def parse_ports(ports, field='internal_ports'):
@@ -92,6 +102,12 @@ class ClusterAccess:
     @staticmethod
     def node_kwargs(driver, access):
         """create_node keyword arguments that put a node behind the firewall and give it the key."""
+        raise NotImplementedError
+
+    @staticmethod
+    def found(driver, options):
+        """The key pairs and firewalls of every cluster on this cloud, found by the rules present() and absent()
+        follow (tag or name): [(kind, id, name, cluster)], read-only. The leak audit (_audit.py) reads it."""
         raise NotImplementedError
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -128,6 +128,24 @@ class AzureAccess(ClusterAccess):
                         raise RuntimeError('%s' % e)
                     return True
                 retry_while_in_use(delete, '%s %s' % (what, self.name))
+
+    @classmethod
+    def found(cls, driver, options):
+        """Every cluster's network security groups (tagged tfdist_cluster, or named tfdist-<cluster>) in the resource
+        group, and their subnets (named tfdist-<cluster>) in the virtual network: options resource_group and network."""
+        access = cls(driver, 'audit', [], [], options=options)
+        found = []
+        groups = access._get(access._nsg_path().rpartition('/')[0]) or {}
+        for group in groups.get('value') or []:
+            cluster = (group.get('tags') or {}).get(TAG_CLUSTER) or access_cluster(group.get('name'))
+            if cluster:
+                found.append(('network security group', group.get('id'), group.get('name'), cluster))
+        subnets = access._get(access._subnet_path().rpartition('/')[0]) or {}
+        for subnet in subnets.get('value') or []:
+            cluster = access_cluster(subnet.get('name'))
+            if cluster:
+                found.append(('subnet', subnet.get('id'), subnet.get('name'), cluster))
+        return found
 
     @staticmethod
     def node_kwargs(driver, access):

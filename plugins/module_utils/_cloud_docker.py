@@ -217,6 +217,18 @@ class DockerNodeDriver(NodeDriver):
                                           ssh_interface='private_ips', force_ipv4=force_ipv4,
                                           ex_list_nodes_kwargs=ex_list_nodes_kwargs)
 
+    def ex_audit_found(self, options=None):
+        """The cluster networks (labelled tfdist.managed=true) as the leak audit lists them: [(kind, id, name, cluster)]
+        (the containers are the nodes). A network outlives its cluster when no container was ever created on it."""
+        found = []
+        for network in self.api.networks(filters={'label': '%s=true' % MANAGED_LABEL}):
+            labels = network.get('Labels') or {}
+            name = network.get('Name')
+            cluster = labels.get(TAG_CLUSTER) or (name[len(network_name('')):] if name.startswith(network_name('')) else None)
+            if cluster:
+                found.append(('network', network.get('Id'), name, cluster))
+        return found
+
     # Helpers
 
     def _get_node(self, container_id):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -205,6 +205,27 @@ class Ec2Access(ClusterAccess):
             if not check_mode:
                 retry_while_in_use(lambda: self.driver.ex_delete_security_group_by_id(group.id),
                                    'security group %s (%s)' % (group.name, group.id))
+
+    @staticmethod
+    def found(driver, options):
+        """Every cluster's key pairs and security groups: tagged tfdist_cluster, or named tfdist-<cluster>."""
+        from libcloud.utils.xml import findall, findtext
+        from libcloud.compute.drivers.ec2 import NAMESPACE
+        found = []
+        answer = driver.connection.request(driver.path, params={'Action': 'DescribeKeyPairs'}).object
+        for item in findall(answer, 'keySet/item', NAMESPACE):
+            name = findtext(item, 'keyName', NAMESPACE)
+            tags = dict((findtext(tag, 'key', NAMESPACE), findtext(tag, 'value', NAMESPACE))
+                        for tag in findall(item, 'tagSet/item', NAMESPACE))
+            cluster = tags.get(TAG_CLUSTER) or access_cluster(name)
+            if cluster:
+                found.append(('key pair', findtext(item, 'keyPairId', NAMESPACE) or name, name, cluster))
+        vpc_id = (options or {}).get('vpc_id')
+        for group in driver.ex_get_security_groups():
+            cluster = (group.extra.get('tags') or {}).get(TAG_CLUSTER) or access_cluster(group.name)
+            if cluster and (not vpc_id or group.extra.get('vpc_id') in (None, vpc_id)):
+                found.append(('security group', group.id, group.name, cluster))
+        return found
 
     @staticmethod
     def node_kwargs(driver, access):

@@ -9,7 +9,7 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
@@ -89,6 +89,18 @@ class GceAccess(ClusterAccess):
             self.changed('firewall %s' % name)
             if not check_mode:
                 self.driver.ex_destroy_firewall(firewall)
+
+    @staticmethod
+    def found(driver, options):
+        """Every cluster's firewall rules, tfdist-<cluster>-ssh and -internal (GCE firewalls carry no labels)."""
+        found = []
+        for firewall in driver.ex_list_firewalls():
+            for suffix in ('-ssh', '-internal'):
+                cluster = access_cluster(firewall.name, suffix)
+                if cluster:
+                    found.append(('firewall rule', str(firewall.id), firewall.name, cluster))
+                    break
+        return found
 
     @staticmethod
     def node_kwargs(driver, access):

@@ -9,7 +9,7 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -79,6 +79,14 @@ class OpenStackAccess(ClusterAccess):
             if not check_mode:
                 retry_while_in_use(lambda: self.driver.ex_delete_security_group(group),
                                    'security group %s' % group.name)
+
+    @staticmethod
+    def found(driver, options):
+        """Every cluster's key pairs and security groups, named tfdist-<cluster> (OpenStack tags neither)."""
+        found = [('key pair', key.name, key.name, access_cluster(key.name)) for key in driver.list_key_pairs()]
+        found += [('security group', str(group.id), group.name, access_cluster(group.name))
+                  for group in driver.ex_list_security_groups()]
+        return [item for item in found if item[3]]
 
     @staticmethod
     def node_kwargs(driver, access):

@@ -1,0 +1,195 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: libcloud_audit
+short_description: List what of tfdist's clusters a cloud still holds (the leak audit)
+version_added: 0.5.0
+description:
+  - Lists, through libcloud, every resource on the cloud that carries a tfdist cluster's tag (C(tfdist_cluster)) or,
+    where the cloud keeps no tags on that kind of resource, a tfdist name (C(tfdist-{cluster})). Changes nothing.
+  - Nodes, those of the cluster (tagged C(tfdist_cluster), C(tfdist_role), C(tfdist_index), or named
+    C({cluster}-{role}-{index}) on drivers without tags) and any other node tagged with a cluster, such as a
+    helper machine tagged by hand. Terminated nodes are left out.
+  - Volumes tagged with a cluster, on drivers that list volumes.
+  - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}).
+  - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither).
+  - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) (firewalls carry no labels).
+  - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in O(options.resource_group) and
+    subnets C(tfdist-{cluster}) of O(options.network).
+  - V(docker) containers (the nodes) and the cluster networks C(tfdist-{cluster}), labelled C(tfdist.managed=true).
+  - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
+    run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
+    removes them as C(playbooks/destroy.yml) does.
+author: tfdist maintainers (@tfdist)
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
+  - tfdist.cluster.libcloud
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads; it runs the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+options:
+  clusters:
+    description: Only the resources of these clusters. All tfdist clusters when empty.
+    type: list
+    elements: str
+    default: []
+  known_clusters:
+    description:
+      - The clusters that have an inventory source on this controller. Any other cluster found is an orphan.
+      - When not set, no cluster is called an orphan (RV(orphans) is empty, RV(resources[].orphan) null).
+    type: list
+    elements: str
+  options:
+    description:
+      - Cloud-specific placement, as for M(tfdist.cluster.libcloud_access). V(ec2) C(vpc_id) (only security groups
+        of that VPC). V(azure_arm) C(resource_group) and C(network), both required.
+    type: dict
+    default: {}
+  fail_on_found:
+    description:
+      - Fail when anything is found, naming it (what C(playbooks/destroy.yml) checks after removing a cluster).
+    type: bool
+    default: false
+notes:
+  - One C(list_nodes) call, one volume listing, and the cloud's key pair and firewall listings (two calls on EC2).
+  - Credentials that may list but not describe some kind of resource leave that kind out; RV(unchecked) says which.
+'''
+
+EXAMPLES = r'''
+- name: Every tfdist resource on EC2, orphans marked
+  tfdist.cluster.libcloud_audit:
+    provider: ec2
+    region: eu-west-1
+    known_clusters: [demo]
+  register: audit
+
+- name: Nothing of cluster demo is left
+  tfdist.cluster.libcloud_audit:
+    provider: ec2
+    region: eu-west-1
+    clusters: [demo]
+    fail_on_found: true
+'''
+
+RETURN = r'''
+resources:
+  description: What was found, by cluster, then kind (nodes first), then name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description:
+        - V(node), V(volume), V(network), V(key pair), V(security group), V(firewall rule), V(network security group)
+          or V(subnet).
+      type: str
+      sample: security group
+    id:
+      description: The cloud's id (a key pair's name on clouds without key pair ids).
+      type: str
+      sample: sg-0123456789abcdef0
+    name:
+      description: The resource's name.
+      type: str
+      sample: tfdist-demo
+    cluster:
+      description: The cluster it belongs to.
+      type: str
+      sample: demo
+    description:
+      description: Kind, name and id in one phrase.
+      type: str
+      sample: security group tfdist-demo (sg-0123456789abcdef0)
+    orphan:
+      description: Whether its cluster has no inventory source here; null without O(known_clusters).
+      type: bool
+      sample: true
+clusters:
+  description: The clusters found, sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [demo, old]
+orphans:
+  description: The clusters found that are not in O(known_clusters), sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: [old]
+report:
+  description: One line per cluster naming its resources; orphans say so.
+  returned: always
+  type: list
+  elements: str
+  sample: ["old (ORPHAN: no inventory source on this controller): node old-worker-0 (i-0123), key pair tfdist-old"]
+unchecked:
+  description: What could not be listed on this cloud, and why.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+'''
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find, orphans, report, to_dict
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
+    HAS_LIBCLOUD,
+    LIBCLOUD_IMPORT_ERROR,
+    TfdistCloudError,
+    connection_argument_spec,
+    explain_error,
+    get_driver,
+)
+
+
+def main():
+    argument_spec = dict(
+        connection_argument_spec(),
+        clusters=dict(type='list', elements='str', default=[]),
+        known_clusters=dict(type='list', elements='str'),
+        options=dict(type='dict', default={}),
+        fail_on_found=dict(type='bool', default=False),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+    params = module.params
+    try:
+        for n, cluster in enumerate(params['clusters']):
+            validate_cluster_name(cluster, 'clusters[%d]' % n)
+        driver = get_driver(params['provider'], params['region'], params['credentials'], params['driver_options'])
+        found, unchecked = find(driver, params['clusters'], params['options'])
+    except (TfdistCloudError, ClusterError) as e:
+        module.fail_json(msg=str(e))
+    except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
+        module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
+    known = params['known_clusters']
+    result = dict(
+        changed=False,
+        resources=[to_dict(r, known) for r in found],
+        clusters=sorted(set(r.cluster for r in found)),
+        orphans=orphans(found, known) if known is not None else [],
+        report=report(found, known),
+        unchecked=unchecked,
+    )
+    if params['fail_on_found'] and found:
+        module.fail_json(msg='%d resource(s) of tfdist clusters are left on %s: %s'
+                         % (len(found), params['provider'], '; '.join(result['report'])), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

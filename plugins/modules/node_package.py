@@ -86,72 +86,10 @@ digest:
 """
 
 import hashlib
-import os
-import pkgutil
-import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-# Imported so that AnsiballZ ships their sources with this module; each one is a file of the package.
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage, _supervisor, train
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
-    checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
-SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
-PACKAGE_NAME = "tfdist"
-SHIPPED = (_cluster, _storage, _supervisor, train, checkpoints, cli, data, evaluator, job, model, progress,
-           results, strategies)
-CHECKSUMS = "SHA256SUMS"
-PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
-
-tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _storage and _supervisor are
-copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
-"""
-'''
-
-
-def relative_path(module):
-    """A module's file inside the package, e.g. train/cli.py, train/__init__.py."""
-    parts = module.__name__[len(SOURCE_PACKAGE) + 1:].split(".")
-    if hasattr(module, "__path__"):
-        parts.append("__init__")
-    return "/".join(parts) + ".py"
-
-
-def package_files():
-    """{relative path: content} of the whole package, SHA256SUMS included."""
-    files = {"__init__.py": PACKAGE_INIT}
-    for module in SHIPPED:
-        path = relative_path(module)
-        content = pkgutil.get_data(SOURCE_PACKAGE, path)
-        if content is None:
-            raise RuntimeError("%s is not in this module's payload" % path)
-        files[path] = content
-    sums = "".join("%s  %s\n" % (hashlib.sha256(files[path]).hexdigest(), path) for path in sorted(files))
-    files[CHECKSUMS] = sums.encode()
-    return files
-
-
-def stale_entries(root, files):
-    """Paths under root (relative) that are not part of the package: whole folders where nothing of it lives."""
-    wanted_dirs = {os.path.dirname(path) for path in files}
-    wanted_dirs |= {os.path.dirname(d) for d in list(wanted_dirs)}
-    stale = []
-    for folder, dirs, names in os.walk(root):
-        relative = os.path.relpath(folder, root).replace(os.sep, "/")
-        relative = "" if relative == "." else relative
-        for name in sorted(dirs):
-            path = "%s/%s" % (relative, name) if relative else name
-            if name == "__pycache__":
-                dirs.remove(name)  # Python's own: left alone
-            elif not any(w == path or w.startswith(path + "/") for w in wanted_dirs):
-                stale.append(path)
-                dirs.remove(name)
-        for name in sorted(names):
-            path = "%s/%s" % (relative, name) if relative else name
-            if path not in files:
-                stale.append(path)
-    return sorted(stale)
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, lay_down
 
 
 def main():
@@ -159,22 +97,10 @@ def main():
         argument_spec=dict(dest=dict(type="path", required=True)),
         supports_check_mode=True,
     )
-    root = os.path.join(module.params["dest"], PACKAGE_NAME)
-    files = package_files()
-    written = [path for path in sorted(files) if needs_write(os.path.join(root, path), files[path])]
-    removed = stale_entries(root, files) if os.path.isdir(root) else []
-    if not module.check_mode:
-        try:
-            for path in written:
-                write_file(os.path.join(root, path), files[path])
-            for path in removed:
-                target = os.path.join(root, path)
-                if os.path.isdir(target) and not os.path.islink(target):
-                    shutil.rmtree(target)
-                else:
-                    os.remove(target)
-        except OSError as e:
-            module.fail_json(msg="dest: cannot write the package under %s: %s" % (root, e), written=written)
+    try:
+        root, files, written, removed = lay_down(module.params["dest"], module.check_mode)
+    except OSError as e:
+        module.fail_json(msg="dest: cannot write the package under %s: %s" % (module.params["dest"], e))
     module.exit_json(changed=bool(written or removed), package_dir=root, files=sorted(files), written=written,
                      removed=removed, digest=hashlib.sha256(files[CHECKSUMS]).hexdigest())
 

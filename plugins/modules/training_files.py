@@ -61,6 +61,12 @@ options:
     type: list
     elements: str
     default: []
+  package_dest:
+    description:
+      - Also lay down the node-side package C(tfdist) (the collection's training program) in this folder, in the same
+        call, as M(tfdist.cluster.node_package) does with its O(tfdist.cluster.node_package#module:dest).
+    type: path
+    version_added: 0.5.0
 extends_documentation_fragment:
   - tfdist.cluster.attributes
 attributes:
@@ -90,6 +96,20 @@ written:
   type: list
   elements: str
   sample: [tasks/worker-0/train.py, tasks/worker-0/tf_config.json]
+package_written:
+  description: With O(package_dest), the files of the package created or rewritten, relative to its folder.
+  returned: when O(package_dest) is given
+  type: list
+  elements: str
+  sample: [train/cli.py]
+  version_added: 0.5.0
+package_removed:
+  description: With O(package_dest), the entries of the package folder that are no longer part of it, removed.
+  returned: when O(package_dest) is given
+  type: list
+  elements: str
+  sample: [train/old_module.py]
+  version_added: 0.5.0
 """
 
 import json
@@ -99,6 +119,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
 
 
 def task_env(task, params):
@@ -145,6 +166,7 @@ def main():
             chief_name=dict(type="str", default="chief", choices=list(_cluster.CHIEF_NAMES)),
             gpus=dict(type="int", default=0),
             folders=dict(type="list", elements="str", default=[]),
+            package_dest=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -166,7 +188,15 @@ def main():
                 write_file(os.path.join(p["work_dir"], path), files[path])
         except OSError as error:
             module.fail_json(msg="work_dir: cannot write %s: %s" % (error.filename or p["work_dir"], error.strerror))
-    module.exit_json(changed=bool(made or written), written=written)
+    result = dict(changed=bool(made or written), written=written)
+    if p["package_dest"]:
+        try:
+            package_written, package_removed = lay_down(p["package_dest"], module.check_mode)[2:]
+        except OSError as error:
+            module.fail_json(msg="package_dest: cannot write the package under %s: %s" % (p["package_dest"], error))
+        result.update(package_written=package_written, package_removed=package_removed,
+                      changed=result["changed"] or bool(package_written or package_removed))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

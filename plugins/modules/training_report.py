@@ -41,10 +41,19 @@ options:
     type: dict
     default: {}
   lost_tasks:
-    description: Workers lost during training (worker_loss=tolerate), recorded in the summary.
+    description:
+      - Workers lost during training (worker_loss=tolerate), recorded in the summary.
+      - Without C(launched) in O(clock), those of the deploy that ran the job are kept.
     type: list
     elements: str
     default: []
+  leader_run:
+    description:
+      - Which run of the leader wrote these results (its supervisor's start time), recorded as C(leader_run). A re-run
+        that finds that run finished, and the summary naming it, leaves the results where they are.
+    type: str
+    default: ""
+    version_added: 0.5.0
   required:
     description:
       - Fail when C(result.json) was not collected (the training program of the collection always writes it).
@@ -175,6 +184,7 @@ def main():
             "lost_tasks": {"type": "list", "elements": "str", "default": []},
             "required": {"type": "bool", "default": True},
             "source": {"type": "str", "default": ""},
+            "leader_run": {"type": "str", "default": ""},
         },
         supports_check_mode=False,
     )
@@ -196,17 +206,19 @@ def main():
 
     summary_path = os.path.join(folder, "summary.json")
     clock = module.params["clock"]
-    seconds = phase_seconds(clock, result)
+    seconds, lost_tasks = phase_seconds(clock, result), module.params["lost_tasks"]
     if not clock.get("launched"):
-        # Nothing launched by this deploy: the job's phases are those of the deploy that ran it.
-        seconds = (read_json(summary_path) or {}).get("seconds", seconds)
+        # Nothing launched by this deploy: the job's phases and losses are those of the deploy that ran it.
+        previous = read_json(summary_path) or {}
+        seconds, lost_tasks = previous.get("seconds", seconds), previous.get("lost_tasks", lost_tasks)
     summary = dict(result)
     summary.update(
         cluster=module.params["cluster"],
         cloud=module.params["cloud"],
         seconds=seconds,
-        lost_tasks=module.params["lost_tasks"],
+        lost_tasks=lost_tasks,
         missing=[f"{source}/{name}" for name in missing],
+        leader_run=module.params["leader_run"],
     )
     content = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     changed = needs_write(summary_path, content)

@@ -122,12 +122,12 @@ def render(task, variables):
 
 
 def lay_down_package(lib_dir):
-    """The files node_package writes on a node, from the module's own code."""
+    """The files node_package (and training_files) write on a node, from the collection's own code."""
     _collection_loader()
-    from ansible_collections.tfdist.cluster.plugins.modules import node_package
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _package
 
-    for path, content in node_package.package_files().items():
-        target = os.path.join(lib_dir, node_package.PACKAGE_NAME, path)
+    for path, content in _package.package_files().items():
+        target = os.path.join(lib_dir, _package.PACKAGE_NAME, path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as f:
             f.write(content)

@@ -8,6 +8,7 @@ import sys
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _package
 from ansible_collections.tfdist.cluster.plugins.modules import node_package
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[".."] * 4))
@@ -26,7 +27,7 @@ def run(capsys, tmp_path):
 
 def test_every_file_of_the_training_program_is_shipped():
     on_disk = sorted("train/" + name for name in os.listdir(os.path.join(MODULE_UTILS, "train")) if name.endswith(".py"))
-    files = node_package.package_files()
+    files = _package.package_files()
     assert sorted(f for f in files if f.startswith("train/")) == on_disk
     assert {"__init__.py", "_cluster.py", "_storage.py", "_supervisor.py", "SHA256SUMS"} <= set(files)
     with open(os.path.join(MODULE_UTILS, "train", "cli.py"), "rb") as f:

@@ -66,3 +66,16 @@ def test_a_task_without_a_script_is_named(run, tmp_path):
     result = run(scripts={"worker-0": "x = 1\n"})
     assert result["failed"] is True and "worker-1" in result["msg"] and "scripts" in result["msg"]
     assert not (tmp_path / "job").exists()
+
+
+def test_the_training_program_comes_in_the_same_call(run, tmp_path):
+    lib = tmp_path / "lib"
+    first = run(script="x = 1\n", package_dest=str(lib))
+    assert first["changed"] is True and "train/job.py" in first["package_written"] and "SHA256SUMS" in first["package_written"]
+    sums = (lib / "tfdist" / "SHA256SUMS").read_text()
+    assert "train/job.py" in sums and (lib / "tfdist" / "_cluster.py").is_file()
+
+    (lib / "tfdist" / "train" / "old_module.py").write_text("gone = True\n")
+    again = run(script="x = 1\n", package_dest=str(lib))
+    assert again["changed"] is True and again["written"] == [] and again["package_removed"] == ["train/old_module.py"]
+    assert run(script="x = 1\n", package_dest=str(lib))["changed"] is False

@@ -35,6 +35,9 @@ Resource = namedtuple('Resource', ['kind', 'id', 'name', 'cluster'])
 KINDS = ('node', 'volume', 'network', 'key pair', 'security group', 'firewall rule', 'network security group',
          'subnet')
 _GONE_VOLUME_STATES = ('deleting', 'deleted')
+# A node on its way out is not left behind: libcloud's terminated, and EC2's shutting-down (libcloud says unknown
+# and keeps EC2's own state in extra.status) for the minute after TerminateInstances.
+_GOING_NODE_STATES = ('terminated', 'shutting-down')
 
 
 def describe(resource):
@@ -54,7 +57,7 @@ def find(driver, clusters=(), options=None):
             found.append(Resource(kind, str(ident), name, cluster))
 
     for node in driver.list_nodes():
-        if str(node.state) == 'terminated':
+        if str(node.state) in _GOING_NODE_STATES or (node.extra or {}).get('status') in _GOING_NODE_STATES:
             continue
         identity = node_identity(node)
         add('node', node.id, node.name, identity.cluster if identity else _node_tags(node).get(TAG_CLUSTER))

@@ -41,6 +41,8 @@ from libcloud.compute.drivers.openstack import (
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _access
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import GceAccess
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_openstack import OpenStackAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
 
 CLUSTER = "demo"
@@ -307,6 +309,18 @@ def test_openstack_absent_removes_the_clusters_key_pair_and_group_only(openstack
     assert clock.sleeps == [_access.DELETE_RETRY_PERIOD] * 2
 
 
+def test_openstack_audit_finds_every_clusters_key_pair_and_group_by_name(openstack):
+    openstack_access(openstack).present(PUBKEY)
+    openstack_access(openstack, cluster="other").present(PUBKEY)
+    openstack.add_group("default")
+
+    found = sorted((kind, name, cluster) for kind, ident, name, cluster
+                   in OpenStackAccess.found(openstack.driver, {}))
+
+    assert found == [("key pair", NAME, CLUSTER), ("key pair", "tfdist-other", "other"),
+                     ("security group", NAME, CLUSTER), ("security group", "tfdist-other", "other")]
+
+
 def test_openstack_absent_in_check_mode_removes_nothing(openstack):
     openstack_access(openstack).present(PUBKEY)
     before = (copy.deepcopy(openstack.groups), dict(openstack.keypairs))
@@ -517,6 +531,16 @@ def test_gce_absent_removes_the_clusters_firewalls_only(gce):
 
     assert sorted(gce.firewalls) == ["default-allow-ssh", "tfdist-demo2-ssh"]
     assert sorted(access.changes) == ["firewall %s-internal" % NAME, "firewall %s-ssh" % NAME]
+
+
+def test_gce_audit_finds_every_clusters_firewall_rules_by_name(gce):
+    gce_access(gce).present(PUBKEY)
+    gce.add("default-allow-ssh", ["22"], sourceRanges=["0.0.0.0/0"])
+    gce.add("tfdist-demo-2-ssh", ["22"], sourceRanges=[CONTROLLER], targetTags=["tfdist-demo-2"])
+
+    found = sorted((name, cluster) for kind, ident, name, cluster in GceAccess.found(gce.driver, {}))
+
+    assert found == [("tfdist-demo-2-ssh", "demo-2"), (NAME + "-internal", CLUSTER), (NAME + "-ssh", CLUSTER)]
 
 
 def test_gce_node_kwargs_tag_the_node_and_give_the_login_user_the_key(gce):

@@ -8,6 +8,7 @@ Each filter is documented in plugins/filter/<name>.yml.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 
 
@@ -68,12 +69,16 @@ def tf_count_error(counts, strategy=None, field_prefix='tf_'):
                                 counts.get('evaluators', 0), strategy, field_prefix)
 
 
-def tf_role_nodes(layout, node_specs, create_args=None):
-    """libcloud_node's roles option: per TF task type, its node settings and one node per task of the layout."""
+def tf_role_nodes(layout, node_specs, create_args=None, spot=False):
+    """libcloud_node's roles option: per TF task type, its node settings and one node per task of the layout.
+
+    spot true: every role's nodes are spot nodes; false: those whose node settings say spot.
+    """
     entries = []
     for role in _cluster.TASK_TYPES:
         spec = dict(node_specs.get(role) or {})
         spec.update(role=role, count=sum(1 for t in layout if t['type'] == role))
+        spec['spot'] = boolean(spot, strict=False) or boolean(spec.get('spot'), strict=False)
         if create_args:
             spec['create_args'] = dict(create_args, **(spec.get('create_args') or {}))
         entries.append(spec)
@@ -114,6 +119,8 @@ def tf_node_specs(profile_nodes, overrides, source=None):
             where = "%ssystem '%s'" % (source + ': ' if source else 'RADL ', override.get('system') or role)
         if override.get('image'):
             spec['image'] = override['image']
+        if override.get('spot'):
+            spec['spot'] = True
         if spec.get('size'):
             constraints = {}
         if any(constraints.values()):
@@ -130,6 +137,10 @@ def tf_plan_line(role_spec, plan, nodes):
     todo = (plan or {}).get(role) or {}
     size = role_spec.get('size') or todo.get('size') or '?'
     line = '%s: %s x %s (%s)' % (role, role_spec['count'], size, role_spec.get('image') or '?')
+    if todo.get('spot'):
+        line += ', spot'
+    if todo.get('price'):
+        line += ', $%g/h each' % todo['price']
     running = [n['name'] for n in nodes if n.get('role') == role]
     parts = []
     if running:

@@ -264,4 +264,9 @@ PROVIDER = CloudProvider(
     batch_destroy=batch_destroy,
     access=Ec2Access,
     size_facts=size_facts,
+    # InstanceMarketOptions.MarketType=spot in RunInstances (a one-time request at most the on-demand price).
+    spot_args={'ex_spot': True},
+    spot_name='spot',
+    # A node that shuts itself down (an idle guard, a halted job) is terminated, not kept stopped and billed for disk.
+    node_defaults={'ex_terminate_on_shutdown': True},
 )

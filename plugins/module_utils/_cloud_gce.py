@@ -132,4 +132,7 @@ PROVIDER = CloudProvider(
     list_images=list_images,
     access=GceAccess,
     size_facts=size_facts,
+    # scheduling.preemptible (libcloud 3.9 knows no provisioningModel SPOT): no automatic restart, no live migration.
+    spot_args={'ex_preemptible': True, 'ex_automatic_restart': False, 'ex_on_host_maintenance': 'TERMINATE'},
+    spot_name='preemptible',
 )

@@ -27,6 +27,8 @@ IM_PRIVATE_IP = 'IM_NODE_PRIVATE_IP'
 TAG_CLUSTER = 'tfdist_cluster'
 TAG_ROLE = 'tfdist_role'
 TAG_INDEX = 'tfdist_index'
+# On nodes of interruptible capacity (EC2 spot, GCE preemptible) only, with the value 'true'.
+TAG_SPOT = 'tfdist_spot'
 
 # Estimator-era scripts call the chief `master` in TF_CONFIG; tfdist calls it chief everywhere else.
 CHIEF_NAMES = ('chief', 'master')

@@ -24,6 +24,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     TAG_CLUSTER,
     TAG_INDEX,
     TAG_ROLE,
+    TAG_SPOT,
     TASK_TYPES,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._clouds import PROVIDERS
@@ -176,6 +177,40 @@ def tag_create_kwargs(driver, tags, create_args=None):
     return {arg: merged}
 
 
+def spot_clouds():
+    """'ec2 (spot), gce (preemptible)': the providers whose libcloud driver can ask for interruptible capacity."""
+    return ', '.join('%s (%s)' % (name, spec.spot_name) for name, spec in sorted(PROVIDERS.items())
+                     if spec.spot_args is not None)
+
+
+def spot_error(provider, field, cloud=None):
+    """'' when `provider` can create spot nodes, else the message, starting with `field`.
+
+    `provider` empty: a cloud without a libcloud provider (cloud=local), named by `cloud`.
+    """
+    if provider and provider_of(provider).spot_args is not None:
+        return ''
+    where = 'cloud=%s' % cloud if cloud else 'provider %s' % provider
+    if provider:
+        why = "libcloud's %s driver cannot ask for spot or preemptible capacity" % provider
+    else:
+        why = 'it runs on this machine, not on cloud capacity'
+    return '%s: %s has no spot capacity (%s); spot nodes run on %s' % (field, where, why, spot_clouds())
+
+
+def spot_create_kwargs(driver, field):
+    """The create_node arguments of spot nodes on this driver's cloud; TfdistCloudError naming `field` if none."""
+    error = spot_error(driver.type, field)
+    if error:
+        raise TfdistCloudError(error)
+    return dict(provider_of(driver.type).spot_args)
+
+
+def node_defaults(driver):
+    """The create_node arguments every node of this driver's cloud gets (EC2: terminate on shutdown)."""
+    return dict(provider_of(driver.type).node_defaults)
+
+
 def _node_tags(node):
     extra = node.extra or {}
     for key in ('tags', 'metadata', 'labels'):
@@ -292,6 +327,7 @@ def node_to_dict(node, address='public'):
         'address': pick_address(public_ips, private_ips, address),
         'size': _ref_id(node.size, extra, _SIZE_KEYS),
         'image': _ref_id(node.image, extra, _IMAGE_KEYS),
+        'spot': _node_tags(node).get(TAG_SPOT) == 'true' or extra.get('instance_lifecycle') == 'spot',
         'extra': _json_safe(extra),
     }
 

@@ -45,11 +45,15 @@ class CloudProvider:
                    None: tfdist makes none on this cloud
     size_facts     func(NodeSize) -> _sizes.SizeFacts (vCPUs, GPUs, architecture) as this cloud's driver keeps
                    them; None: _sizes.generic_facts
+    spot_args      create_node arguments that ask this cloud for interruptible capacity (EC2 spot, GCE preemptible);
+                   None: libcloud's driver cannot ask for it, and spot nodes are refused
+    spot_name      what this cloud calls that capacity, in the plan and in errors
+    node_defaults  create_node arguments every node of this cloud gets (create_args may override them)
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
-                 size_facts=None):
+                 size_facts=None, spot_args=None, spot_name='spot', node_defaults=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -62,6 +66,9 @@ class CloudProvider:
         self.batch_destroy = batch_destroy
         self.access = access
         self.size_facts = size_facts
+        self.spot_args = None if spot_args is None else dict(spot_args)
+        self.spot_name = spot_name
+        self.node_defaults = dict(node_defaults or {})
 
 
 def from_env(names):

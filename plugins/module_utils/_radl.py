@@ -141,6 +141,8 @@ def dump_cluster(cluster, collection_version=None):
         if node['image']:
             url = image_url(shape['cloud'], node['image'], shape['region'], shape['endpoint'])
             features.append('disk.0.image.url = %s' % _quote(url))
+        if node.get('spot'):
+            features.append("spot = 'yes'")
         # A size chosen from constraints is written as the constraints, so the IM chooses on its cloud too.
         if node.get('cpus'):
             features.append('cpu.count >= %d' % node['cpus'])
@@ -446,6 +448,9 @@ def _node(system, where):
         node['memory'] = memory
     if system.getValue(ROLE_FEATURE) is not None:
         node['system'] = system.name
+    # The Infrastructure Manager's own attribute for spot (preemptible) VMs.
+    if str(system.getValue('spot') or '').lower() == 'yes':
+        node['spot'] = True
     url = system.getValue('disk.0.image.url')
     if isinstance(url, list):
         if len(url) != 1:
@@ -591,6 +596,8 @@ def _checked_shape(cluster):
                 checked['cpus'] = _count(wanted, 'cpus', 1, None, 'nodes.%s.' % role)
             if wanted.get('memory'):
                 checked['memory'] = _text(str(wanted['memory']).lower(), 'nodes.%s.memory' % role)
+        if node.get('spot') in (True, 'true', 'yes'):
+            checked['spot'] = True
         if checked['image']:
             _check_image(shape, role, checked['image'])
         shape['nodes'][role] = checked

@@ -97,6 +97,34 @@ def priced(size):
     return isinstance(size.price, (int, float)) and size.price > 0
 
 
+def hourly_price(size):
+    """The size's price per node and hour as libcloud knows it (its on-demand list price), or None."""
+    return float(size.price) if size is not None and priced(size) else None
+
+
+def cluster_cost(roles):
+    """What a cluster costs an hour, from [{role, count, size, price, spot}] (price per node, None: unknown).
+
+    {per_hour, spot_per_hour, nodes, spot_nodes, unpriced, summary}: per_hour sums the known list prices (on-demand
+    prices: spot capacity is billed less, at the cloud's current spot price), spot_per_hour is the part of it on spot
+    nodes, unpriced the sizes without a known price; summary is the plan's line.
+    """
+    roles = [entry for entry in roles if entry['count'] > 0]
+    per_hour = sum(entry['count'] * entry['price'] for entry in roles if entry['price'] is not None)
+    spot_per_hour = sum(entry['count'] * entry['price'] for entry in roles if entry['price'] is not None and entry['spot'])
+    nodes = sum(entry['count'] for entry in roles)
+    spot_nodes = sum(entry['count'] for entry in roles if entry['spot'])
+    unpriced = sorted(set(str(entry['size']) for entry in roles if entry['price'] is None))
+    summary = 'cost: $%.4g/h for %d node%s at list prices' % (per_hour, nodes, '' if nodes == 1 else 's')
+    if unpriced:
+        summary += ', not counting %s (no price known)' % ', '.join(unpriced)
+    if spot_nodes:
+        share = ' (%d%% of the price)' % round(100.0 * spot_per_hour / per_hour) if per_hour else ''
+        summary += '; spot: %d of %d nodes%s, billed at the lower spot price' % (spot_nodes, nodes, share)
+    return dict(per_hour=round(per_hour, 6), spot_per_hour=round(spot_per_hour, 6), nodes=nodes,
+                spot_nodes=spot_nodes, unpriced=unpriced, summary=summary)
+
+
 def _rank(pair):
     size, facts = pair
     return (not priced(size), size.price if priced(size) else 0, size.ram or 0, facts.cpus or 0, str(size.id))

@@ -108,6 +108,18 @@ options:
           - Tags given under the driver's tag argument (for example C(ex_metadata)) are kept next to the tfdist tags.
         type: dict
         default: {}
+      spot:
+        description:
+          - Create this role's new nodes on the cloud's interruptible capacity, where libcloud's driver can ask for it
+            (EC2 spot instances through C(ex_spot), GCE preemptible instances through C(ex_preemptible) with no
+            automatic restart). The cloud may take such a node away at any time; it costs less.
+          - They are tagged C(tfdist_spot=true), and RV(nodes[].spot) and RV(plan) say so.
+          - On any other cloud (Azure, OpenStack, Docker; libcloud's drivers for them have no such argument) the task
+            fails before anything is created, naming C(roles[N].spot).
+          - Nodes that already run stay as they are.
+        type: bool
+        default: false
+        version_added: 0.5.0
   wait:
     description: Wait until new nodes are running and have an address of the O(address) kind.
     type: bool
@@ -136,6 +148,9 @@ options:
     choices: [public, private]
     default: public
 notes:
+  - On EC2 every new node is created with C(InstanceInitiatedShutdownBehavior=terminate) (libcloud's
+    C(ex_terminate_on_shutdown)), so a node that shuts itself down is gone instead of stopped; C(create_args) may
+    override it.
   - Besides the new nodes, the wait covers existing nodes of the cluster still in state C(pending),
     for example those left by an interrupted run, even when nothing else changes.
   - Sizes and images are looked up with the driver's C(list_sizes) and C(list_images), once per run and only
@@ -283,6 +298,10 @@ nodes:
       description: The node's image id, when the driver reports it.
       type: str
       sample: ami-0123456789abcdef0
+    spot:
+      description: Whether the node runs on interruptible capacity (tagged C(tfdist_spot=true), or an EC2 spot instance).
+      type: bool
+      sample: false
     extra:
       description: The JSON-representable part of the driver's extra node data.
       type: dict
@@ -292,6 +311,8 @@ plan:
     - Per role, the names of the nodes to create and to remove (already done unless in check mode).
     - For a role whose size comes from O(roles[].constraints), also C(size), the size chosen, and
       C(size_reason), why (version 0.5.0).
+    - With O(state=present), for every role, C(spot), whether its new nodes are spot nodes, and C(price), the price of
+      one node an hour as libcloud's size knows it (its on-demand list price; null when unknown) (version 0.5.0).
   returned: always
   type: dict
   sample:
@@ -300,6 +321,41 @@ plan:
       to_remove: []
       size: g4dn.xlarge
       size_reason: "g4dn.xlarge: 4 vCPUs, 16 GiB, 1 GPU, $0.526/h: the cheapest of 39 x86_64 sizes with gpu.count >= 1"
+      spot: true
+      price: 0.526
+cost:
+  description:
+    - What the wanted cluster costs an hour at the list prices libcloud knows for its sizes (on-demand prices; spot
+      nodes are billed at the cloud's lower, changing spot price), for the roles in O(roles) with nodes.
+  returned: with O(state=present)
+  type: dict
+  version_added: 0.5.0
+  contains:
+    per_hour:
+      description: The sum of count times price of the roles whose size has a known price, in US dollars.
+      type: float
+      sample: 2.63
+    spot_per_hour:
+      description: The part of RV(cost.per_hour) on spot nodes.
+      type: float
+      sample: 2.104
+    nodes:
+      description: The number of nodes.
+      type: int
+      sample: 6
+    spot_nodes:
+      description: How many of them are spot nodes.
+      type: int
+      sample: 4
+    unpriced:
+      description: The sizes without a known price, left out of RV(cost.per_hour).
+      type: list
+      elements: str
+      sample: []
+    summary:
+      description: The cost line of the plan.
+      type: str
+      sample: "cost: $2.63/h for 6 nodes at list prices; spot: 4 of 6 nodes (80% of the price), billed at the lower spot price"
 '''
 
 import functools
@@ -311,6 +367,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+    TAG_SPOT,
     TASK_TYPES,
     ClusterError,
     node_name,
@@ -330,11 +387,13 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     get_driver,
     list_cluster_nodes,
     list_images,
+    node_defaults,
     node_kwargs,
     node_to_dict,
+    spot_create_kwargs,
     tag_create_kwargs,
 )
-from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, has_constraints
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
 
 WAIT_PERIOD = 3
 PORT_POLL = 2
@@ -405,12 +464,35 @@ def choose_sizes(driver, roles, sizes, images):
     return chosen
 
 
-def resolve_create_args(driver, roles, plan, access=None):
+def spot_roles(driver, roles):
+    """{role: create_node kwargs of spot capacity} for the roles with nodes that want spot nodes; fails, naming the
+    role's spot option, on a cloud whose libcloud driver cannot ask for it (before anything is looked up)."""
+    return dict((spec['role'], spot_create_kwargs(driver, 'roles[%d].spot (%s nodes)' % (n, spec['role'])))
+                for n, spec in enumerate(roles) if spec['spot'] and spec['count'] > 0)
+
+
+def role_prices(roles, sizes, chosen):
+    """{role: price of one node an hour, or None} for the roles with nodes (from the listed sizes)."""
+    prices = {}
+    for spec in roles:
+        if spec['count'] < 1:
+            continue
+        size = (chosen.get(spec['role']) or {}).get('size')
+        if size is None and spec['size'] and sizes:
+            try:
+                size = find_by_id_or_name(sizes, spec['size'], 'size')
+            except TfdistCloudError:
+                size = None  # reported as the size's own error when nodes must be created
+        prices[spec['role']] = hourly_price(size)
+    return prices
+
+
+def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None):
     """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes, and
     the sizes chosen from constraints ({role: {size, reason}}, for every role with nodes, so the plan shows them).
 
     Looked up once per run, before anything is created, so a bad size or image, or constraints that no size
-    meets, fail early.
+    meets, fail early. `sizes`: driver.list_sizes() when the caller has it; `spot`: spot_roles().
     """
     needed = [(n, spec) for n, spec in enumerate(roles) if plan[spec['role']]['create']]
     for n, spec in needed:
@@ -423,11 +505,11 @@ def resolve_create_args(driver, roles, plan, access=None):
                    if not spec['size'] and spec['count'] > 0 and has_constraints(spec['constraints'])]
     if not needed and not constrained:
         return {}, {}
-    sizes = driver.list_sizes()
+    sizes = driver.list_sizes() if sizes is None else sizes
     images = list_images(driver, [spec['image'] for n, spec in needed + constrained if spec['image']])
     chosen = choose_sizes(driver, roles, sizes, images)
     locations = driver.list_locations() if any(spec['location'] for n, spec in needed) else []
-    access_kwargs = node_kwargs(driver, access)
+    access_kwargs = dict(node_defaults(driver), **node_kwargs(driver, access))
     resolved = {}
     for n, spec in needed:
         args = dict(spec['create_args'])
@@ -438,8 +520,10 @@ def resolve_create_args(driver, roles, plan, access=None):
         args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image (%s nodes)' % (n, spec['role']))
         if spec['location']:
             args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location (%s nodes)' % (n, spec['role']))
-        # The key and firewall first: the user's create_args may still override them.
+        # The cloud's defaults, key and firewall first: the user's create_args may still override them; the
+        # arguments of spot capacity come last, as the cloud refuses spot nodes without them.
         resolved[spec['role']] = dict(access_kwargs, **args)
+        resolved[spec['role']].update((spot or {}).get(spec['role']) or {})
     return resolved, chosen
 
 
@@ -473,7 +557,7 @@ class ClusterNodes:
         self.module.fail_json(msg=msg, created=[self.to_dict(n) for n in created],
                               removed=[self.to_dict(n) for n in removed])
 
-    def create(self, resolved, plan):
+    def create(self, resolved, plan, spot=None):
         """Create the planned nodes role by role; on a failure destroy what this run created, then fail."""
         created = []
         for role, base_args in resolved.items():
@@ -481,6 +565,8 @@ class ClusterNodes:
             requests = []
             for index in indexes:
                 tags = node_tags(self.cluster, role, index)
+                if role in (spot or {}):
+                    tags[TAG_SPOT] = 'true'
                 requests.append(dict(base_args, name=node_name(self.cluster, role, index),
                                      **tag_create_kwargs(self.driver, tags, base_args)))
             results = create_nodes(self.driver, self.connect, requests)
@@ -538,10 +624,14 @@ class ClusterNodes:
     def run(self):
         params = self.params
         # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
+        present = params['state'] == 'present'
+        spot = spot_roles(self.driver, params['roles']) if present else {}
         current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated']
         plan = make_plan(current, params['roles'], params['state'])
-        resolved, chosen = (resolve_create_args(self.driver, params['roles'], plan, params['access'])
-                            if params['state'] == 'present' else ({}, {}))
+        # Sizes are listed once when the cluster has nodes, for the sizes to create and for the plan's prices.
+        sizes = self.driver.list_sizes() if present and any(spec['count'] > 0 for spec in params['roles']) else None
+        resolved, chosen = (resolve_create_args(self.driver, params['roles'], plan, params['access'], sizes, spot)
+                            if present else ({}, {}))
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
         removed_ids = set(node.id for node in to_remove)
         kept = [node for node, identity in current if node.id not in removed_ids]
@@ -554,7 +644,7 @@ class ClusterNodes:
             kept = [node for node, identity in current]  # nothing is removed in check mode
         else:
             if changed:
-                created = self.create(resolved, plan)
+                created = self.create(resolved, plan, spot)
             started = self.start(to_start, created)
             # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
             pending = created + started + [node for node in kept if node.state == 'pending']
@@ -579,6 +669,14 @@ class ClusterNodes:
             nodes=nodes,
             plan=self.plan_names(plan, chosen),
         )
+        if present:
+            prices = role_prices(params['roles'], sizes, chosen)
+            for spec in params['roles']:
+                result['plan'][spec['role']].update(spot=spec['role'] in spot, price=prices.get(spec['role']))
+            result['cost'] = cluster_cost([dict(role=spec['role'], count=spec['count'], spot=spec['role'] in spot,
+                                                price=prices.get(spec['role']),
+                                                size=chosen[spec['role']]['size'].id if spec['role'] in chosen else spec['size'])
+                                           for spec in params['roles']])
         if self.module._diff:
             planned = set(node.name for node, identity in current if node.id not in removed_ids)
             planned.update(name for role in plan for name in result['plan'][role]['to_create'])
@@ -613,6 +711,7 @@ def main():
             image=dict(type='str'),
             location=dict(type='str'),
             create_args=dict(type='dict', default={}),
+            spot=dict(type='bool', default=False),
         )),
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=600),

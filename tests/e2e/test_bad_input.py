@@ -33,6 +33,10 @@ def assert_nothing_created(name):
          "tf_workers: a cluster without a chief (tf_chief=0) needs at least one worker"),
         (["tf_chief=0", "tf_workers=1"], "tf_workers: the parameter_server strategy without a chief needs at least 2 workers"),
         (["tf_chief_name=boss"], "tf_chief_name: must be chief or master"),
+        (["tf_spot=maybe"], "tf_spot: must be true or false"),
+        (["tf_spot=true"], "tf_spot: cloud=local has no spot capacity"),
+        (["cloud=openstack", "tf_spot=true"],
+         "tf_spot: cloud=openstack has no spot capacity (libcloud's openstack driver cannot ask for spot"),
     ],
 )
 def test_bad_input_names_the_field(cluster_name, extra, field):

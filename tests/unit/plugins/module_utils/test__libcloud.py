@@ -158,7 +158,8 @@ def test_node_to_dict_is_json_safe():
     assert node_to_dict(node, "private") == {
         "id": "i-1", "name": "c-ps-0", "cluster": "c", "role": "ps", "index": 0, "state": "running",
         "public_ips": ["203.0.113.1"], "private_ips": ["10.0.0.1"], "address": "10.0.0.1",
-        "size": "m5", "image": None, "extra": {"tags": {"k": "v"}, "ids": [1], "instance_type": "m5"},
+        "size": "m5", "image": None, "spot": False,
+        "extra": {"tags": {"k": "v"}, "ids": [1], "instance_type": "m5"},
     }
 
 

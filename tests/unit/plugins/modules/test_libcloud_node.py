@@ -71,7 +71,8 @@ def test_scale_down_removes_highest_indexes(run, cloud):
     assert result["changed"] is True
     assert names(result["removed"]) == ["tfdist-worker-2", "tfdist-worker-3"]
     assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
-    assert result["plan"]["worker"] == {"to_create": [], "to_remove": ["tfdist-worker-3", "tfdist-worker-2"]}
+    assert result["plan"]["worker"] == {"to_create": [], "to_remove": ["tfdist-worker-3", "tfdist-worker-2"],
+                                        "spot": False, "price": 4.0}
 
 
 def test_scale_up_fills_the_lowest_free_index(run, cloud):
@@ -99,8 +100,9 @@ def test_check_mode_plans_and_changes_nothing(run, cloud):
     result = run(check_mode=True, diff=True, roles=roles(chief=1, worker=1))
 
     assert result["changed"] is True
-    assert result["plan"] == {"chief": {"to_create": ["tfdist-chief-0"], "to_remove": []},
-                              "worker": {"to_create": [], "to_remove": ["tfdist-worker-1"]}}
+    assert result["plan"] == {"chief": {"to_create": ["tfdist-chief-0"], "to_remove": [], "spot": False, "price": 4.0},
+                              "worker": {"to_create": [], "to_remove": ["tfdist-worker-1"], "spot": False, "price": 4.0}}
+    assert result["cost"]["summary"] == "cost: $8/h for 2 nodes at list prices"
     assert result["created"] == [] and result["removed"] == []
     assert cloud.names() == ["tfdist-worker-0", "tfdist-worker-1"]
     assert names(result["nodes"]) == ["tfdist-worker-0", "tfdist-worker-1"]

@@ -1,0 +1,22 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Filters over what tfdist knows of each cloud (plugins/module_utils/_libcloud.py and the _cloud_<provider>.py files).
+
+Each filter is documented in plugins/filter/<name>.yml.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
+
+
+def libcloud_spot_error(provider, field='spot', cloud=None):
+    """'' when the provider's libcloud driver can ask for spot (preemptible) capacity, else the message."""
+    return _libcloud.spot_error(provider or '', field, cloud)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            'libcloud_spot_error': libcloud_spot_error,
+        }

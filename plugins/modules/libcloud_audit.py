@@ -18,8 +18,8 @@ description:
   - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}).
   - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither).
   - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) (firewalls carry no labels).
-  - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in O(options.resource_group) and
-    subnets C(tfdist-{cluster}) of O(options.network).
+  - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in the resource group C(resource_group) of O(options), and
+    subnets C(tfdist-{cluster}) of its virtual network C(network).
   - V(docker) containers (the nodes) and the cluster networks C(tfdist-{cluster}), labelled C(tfdist.managed=true).
   - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
     run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which

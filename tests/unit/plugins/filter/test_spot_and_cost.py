@@ -1,4 +1,4 @@
-"""Spot capacity and the cluster's hourly cost: which clouds can, what the plan says."""
+"""Spot capacity and the cluster's hourly cost: which clouds can, what the plan says (filters and the rules they use)."""
 
 import pytest
 

@@ -88,6 +88,25 @@ def batch_destroy(driver, nodes):
     return [None] * len(nodes)
 
 
+def describe_key_pairs(driver, params=None):
+    """[(name, id, tags)] of DescribeKeyPairs (libcloud's own listing drops the tags), with extra request params."""
+    from libcloud.utils.xml import findall, findtext
+    from libcloud.compute.drivers.ec2 import NAMESPACE
+    answer = driver.connection.request(driver.path, params=dict(params or {}, Action='DescribeKeyPairs')).object
+    pairs = []
+    for item in findall(answer, 'keySet/item', NAMESPACE):
+        name = findtext(item, 'keyName', NAMESPACE)
+        tags = dict((findtext(tag, 'key', NAMESPACE), findtext(tag, 'value', NAMESPACE))
+                    for tag in findall(item, 'tagSet/item', NAMESPACE))
+        pairs.append((name, findtext(item, 'keyPairId', NAMESPACE) or name, tags))
+    return pairs
+
+
+def in_vpc(group, vpc_id):
+    """Whether a security group belongs to the profile's VPC (any group when the profile names none)."""
+    return not vpc_id or group.extra.get('vpc_id') in (None, vpc_id)
+
+
 class Ec2Access(ClusterAccess):
     """A key pair and a security group named tfdist-<cluster>, both tagged tfdist_cluster=<cluster>."""
 
@@ -99,22 +118,17 @@ class Ec2Access(ClusterAccess):
 
     def _key_pairs(self):
         """Names of the cluster's key pairs: tagged with the cluster or named after it (imported untagged)."""
-        from libcloud.utils.xml import findall, findtext
-        from libcloud.compute.drivers.ec2 import NAMESPACE
         names = set()
-        for params in ({'Action': 'DescribeKeyPairs', 'Filter.1.Name': 'tag:%s' % TAG_CLUSTER,
-                        'Filter.1.Value.1': self.cluster},
-                       {'Action': 'DescribeKeyPairs', 'Filter.1.Name': 'key-name', 'Filter.1.Value.1': self.name}):
-            for item in findall(self._request(params), 'keySet/item', NAMESPACE):
-                names.add(findtext(item, 'keyName', NAMESPACE))
+        for params in ({'Filter.1.Name': 'tag:%s' % TAG_CLUSTER, 'Filter.1.Value.1': self.cluster},
+                       {'Filter.1.Name': 'key-name', 'Filter.1.Value.1': self.name}):
+            names.update(pair[0] for pair in describe_key_pairs(self.driver, params))
         return sorted(names)
 
     def _groups(self):
         found = dict((g.id, g) for g in self.driver.ex_get_security_groups(filters=self._tag_filter()))
         for group in self.driver.ex_get_security_groups(filters={'group-name': self.name}):
             found.setdefault(group.id, group)
-        vpc_id = self.options.get('vpc_id')
-        return [g for g in found.values() if not vpc_id or g.extra.get('vpc_id') in (None, vpc_id)]
+        return [g for g in found.values() if in_vpc(g, self.options.get('vpc_id'))]
 
     def present(self, public_key, check_mode=False):
         if self.name not in self._key_pairs():
@@ -209,21 +223,14 @@ class Ec2Access(ClusterAccess):
     @staticmethod
     def found(driver, options):
         """Every cluster's key pairs and security groups: tagged tfdist_cluster, or named tfdist-<cluster>."""
-        from libcloud.utils.xml import findall, findtext
-        from libcloud.compute.drivers.ec2 import NAMESPACE
         found = []
-        answer = driver.connection.request(driver.path, params={'Action': 'DescribeKeyPairs'}).object
-        for item in findall(answer, 'keySet/item', NAMESPACE):
-            name = findtext(item, 'keyName', NAMESPACE)
-            tags = dict((findtext(tag, 'key', NAMESPACE), findtext(tag, 'value', NAMESPACE))
-                        for tag in findall(item, 'tagSet/item', NAMESPACE))
+        for name, ident, tags in describe_key_pairs(driver):
             cluster = tags.get(TAG_CLUSTER) or access_cluster(name)
             if cluster:
-                found.append(('key pair', findtext(item, 'keyPairId', NAMESPACE) or name, name, cluster))
-        vpc_id = (options or {}).get('vpc_id')
+                found.append(('key pair', ident, name, cluster))
         for group in driver.ex_get_security_groups():
             cluster = (group.extra.get('tags') or {}).get(TAG_CLUSTER) or access_cluster(group.name)
-            if cluster and (not vpc_id or group.extra.get('vpc_id') in (None, vpc_id)):
+            if cluster and in_vpc(group, (options or {}).get('vpc_id')):
                 found.append(('security group', group.id, group.name, cluster))
         return found
 

@@ -54,11 +54,6 @@ options:
         of that VPC). V(azure_arm) C(resource_group) and C(network), both required.
     type: dict
     default: {}
-  fail_on_found:
-    description:
-      - Fail when anything is found, naming it (what C(playbooks/destroy.yml) checks after removing a cluster).
-    type: bool
-    default: false
 notes:
   - One C(list_nodes) call, one volume listing, and the cloud's key pair and firewall listings (two calls on EC2).
   - Credentials that may list but not describe some kind of resource leave that kind out; RV(unchecked) says which.
@@ -72,12 +67,17 @@ EXAMPLES = r'''
     known_clusters: [demo]
   register: audit
 
-- name: Nothing of cluster demo is left
+- name: What is left of cluster demo
   tfdist.cluster.libcloud_audit:
     provider: ec2
     region: eu-west-1
     clusters: [demo]
-    fail_on_found: true
+  register: left
+
+- name: Stop when something of it is left
+  ansible.builtin.fail:
+    msg: "left on the cloud: {{ left.resources | map(attribute='description') | join(', ') }}"
+  when: left.resources | length > 0
 '''
 
 RETURN = r'''
@@ -161,7 +161,6 @@ def main():
         clusters=dict(type='list', elements='str', default=[]),
         known_clusters=dict(type='list', elements='str'),
         options=dict(type='dict', default={}),
-        fail_on_found=dict(type='bool', default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_LIBCLOUD:
@@ -185,9 +184,6 @@ def main():
         report=report(found, known),
         unchecked=unchecked,
     )
-    if params['fail_on_found'] and found:
-        module.fail_json(msg='%d resource(s) of tfdist clusters are left on %s: %s'
-                         % (len(found), params['provider'], '; '.join(result['report'])), **result)
     module.exit_json(**result)
 
 

@@ -9,17 +9,15 @@ import uuid
 
 from ansible_cli import run_playbook, tail
 from docker_engine import cluster_containers
+from emulators.ec2 import LIVE_STATES, instances_of
 
 
 def tags(**pairs):
     return [{"Key": key, "Value": value} for key, value in pairs.items()]
 
 
-def instances_of(ec2, cluster):
-    reservations = ec2.describe_instances(Filters=[
-        {"Name": "tag:tfdist_cluster", "Values": [cluster]},
-        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])["Reservations"]
-    return [i["InstanceId"] for r in reservations for i in r["Instances"]]
+def instance_ids(ec2, cluster):
+    return [i["InstanceId"] for i in instances_of(ec2, cluster, LIVE_STATES)]
 
 
 def groups_of(ec2, cluster):
@@ -43,12 +41,12 @@ def test_the_audit_names_an_orphan_on_ec2_and_removes_it_only_when_asked(ec2_emu
     assert f"{cluster} (ORPHAN: no inventory source on this controller): node {cluster}-worker-0 ({instance})" \
         in " ".join(listed.stdout.split()), tail(listed)
     assert f"security group tfdist-{cluster} ({group})" in " ".join(listed.stdout.split())
-    assert instances_of(ec2, cluster) == [instance] and groups_of(ec2, cluster) == [group]  # nothing deleted
+    assert instance_ids(ec2, cluster) == [instance] and groups_of(ec2, cluster) == [group]  # nothing deleted
 
     removed = run_playbook("playbooks/audit.yml", "cloud=aws", f"audit_clusters={cluster}", "remove_orphans=true",
                            env=aws.env)
     assert removed.returncode == 0, tail(removed)
-    assert instances_of(ec2, cluster) == [] and groups_of(ec2, cluster) == []
+    assert instance_ids(ec2, cluster) == [] and groups_of(ec2, cluster) == []
 
 
 def test_destroy_fails_naming_a_tagged_disk_it_left_behind(ec2_emulator):
@@ -67,7 +65,7 @@ def test_destroy_fails_naming_a_tagged_disk_it_left_behind(ec2_emulator):
         assert (f"cluster {cluster}: 1 resource(s) of it are left on cloud=aws: volume {volume}."
                 in " ".join(destroyed.stdout.split())), tail(destroyed)
         # What destroy owns is gone all the same.
-        assert instances_of(ec2, cluster) == [] and groups_of(ec2, cluster) == []
+        assert instance_ids(ec2, cluster) == [] and groups_of(ec2, cluster) == []
     finally:
         ec2.delete_volume(VolumeId=volume)
         run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={cluster}", env=aws.env)

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from ansible_cli import REPO, run, run_inventory, run_playbook, tail
-from emulators.ec2 import Ec2Emulator
+from emulators.ec2 import Ec2Emulator, instances_of
 
 pytestmark = pytest.mark.usefixtures("ec2_emulator")
 
@@ -32,10 +32,7 @@ class Cloud:
         self.ec2 = emulator.boto3_client()
 
     def instances(self, cluster, states=("pending", "running")):
-        reservations = self.ec2.describe_instances(Filters=[
-            {"Name": "tag:tfdist_cluster", "Values": [cluster]},
-            {"Name": "instance-state-name", "Values": list(states)}])["Reservations"]
-        return [i for r in reservations for i in r["Instances"]]
+        return instances_of(self.ec2, cluster, states)
 
     def groups(self, cluster):
         return self.ec2.describe_security_groups(

@@ -55,6 +55,35 @@ HOP_HEADERS = frozenset(("connection", "keep-alive", "proxy-connection", "transf
 START_TIMEOUT = 20
 
 
+# Instance states of a node that still exists (and may still cost).
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+
+
+def instances_of(ec2, cluster, states=("pending", "running")):
+    """A cluster's instances in `states`, each with its tags as a `tags` dict, read with boto3 (duplicates kept)."""
+    found = []
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=[
+        {"Name": "tag:tfdist_cluster", "Values": [cluster]},
+        {"Name": "instance-state-name", "Values": list(states)}])
+    for page in pages:
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                found.append(dict(instance, tags={tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}))
+    return found
+
+
+def cluster_instances(ec2, cluster, states=("pending", "running")):
+    """{Name tag: instance} of instances_of()."""
+    return {i["tags"].get("Name", i["InstanceId"]): i for i in instances_of(ec2, cluster, states)}
+
+
+def terminate_cluster(ec2, cluster):
+    """Terminate what is left of a cluster's instances (test clean-up, with boto3, not the code under test)."""
+    ids = [instance["InstanceId"] for instance in instances_of(ec2, cluster, LIVE_STATES)]
+    if ids:
+        ec2.terminate_instances(InstanceIds=ids)
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
-from emulators.ec2 import inventory_config, run_inventory, run_libcloud_node
+from emulators.ec2 import cluster_instances, inventory_config, run_inventory, run_libcloud_node, terminate_cluster
 
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
@@ -23,30 +23,12 @@ def plain(value):
     return value["__ansible_unsafe"] if isinstance(value, dict) and "__ansible_unsafe" in value else value
 
 
-def cluster_instances(ec2, cluster, states=("pending", "running")):
-    """{Name tag: instance} of the cluster's instances in `states`, as boto3 sees them."""
-    found = {}
-    pages = ec2.get_paginator("describe_instances").paginate(Filters=[
-        {"Name": "tag:tfdist_cluster", "Values": [cluster]},
-        {"Name": "instance-state-name", "Values": list(states)}])
-    for page in pages:
-        for reservation in page["Reservations"]:
-            for instance in reservation["Instances"]:
-                tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
-                found[tags.get("Name", instance["InstanceId"])] = dict(instance, tags=tags)
-    return found
-
-
 @pytest.fixture
 def cluster(ec2_emulator):
     """A cluster name of its own; its instances are terminated afterwards (with boto3, not the code under test)."""
     name = "ec2-%s" % uuid.uuid4().hex[:8]
     yield name
-    ec2 = ec2_emulator.boto3_client()
-    left = cluster_instances(ec2, name, ("pending", "running", "stopping", "stopped"))
-    ids = [instance["InstanceId"] for instance in left.values()]
-    if ids:
-        ec2.terminate_instances(InstanceIds=ids)
+    terminate_cluster(ec2_emulator.boto3_client(), name)
 
 
 def create_cluster(emulator, cluster):

@@ -9,31 +9,14 @@ import uuid
 import pytest
 
 from ansible_cli import run_playbook, tail
-from emulators.ec2 import run_libcloud_node
-
-LIVE = ("pending", "running", "stopping", "stopped")
-
-
-def instances(ec2, cluster, states=LIVE):
-    """{Name tag: instance with a `tags` dict} of the cluster's instances in `states`, as boto3 sees them."""
-    found = {}
-    for reservation in ec2.describe_instances(Filters=[
-            {"Name": "tag:tfdist_cluster", "Values": [cluster]},
-            {"Name": "instance-state-name", "Values": list(states)}])["Reservations"]:
-        for instance in reservation["Instances"]:
-            tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
-            found[tags.get("Name", instance["InstanceId"])] = dict(instance, tags=tags)
-    return found
+from emulators.ec2 import LIVE_STATES, cluster_instances, run_libcloud_node, terminate_cluster
 
 
 @pytest.fixture
 def cluster(ec2_emulator):
     name = "spot-%s" % uuid.uuid4().hex[:8]
     yield name
-    ec2 = ec2_emulator.boto3_client()
-    left = [i["InstanceId"] for i in instances(ec2, name).values()]
-    if left:
-        ec2.terminate_instances(InstanceIds=left)
+    terminate_cluster(ec2_emulator.boto3_client(), name)
 
 
 def test_spot_workers_are_spot_instances_tagged_as_such_terminate_on_shutdown_and_are_destroyed(ec2_emulator, cluster):
@@ -53,7 +36,7 @@ def test_spot_workers_are_spot_instances_tagged_as_such_terminate_on_shutdown_an
         cluster + "-chief-0": False, cluster + "-worker-0": True, cluster + "-worker-1": True}
 
     ec2 = ec2_emulator.boto3_client()
-    found = instances(ec2, cluster)
+    found = cluster_instances(ec2, cluster, LIVE_STATES)
     assert sorted(found) == [cluster + "-chief-0", cluster + "-worker-0", cluster + "-worker-1"]
     for name, instance in found.items():
         spot = "-worker-" in name
@@ -66,7 +49,7 @@ def test_spot_workers_are_spot_instances_tagged_as_such_terminate_on_shutdown_an
     run, removed = run_libcloud_node(ec2_emulator, {"cluster": cluster, "state": "absent"})
     assert run.returncode == 0 and removed, run.stdout[-4000:]
     assert sorted(n["name"] for n in removed["removed"]) == sorted(found)
-    assert instances(ec2, cluster) == {}
+    assert cluster_instances(ec2, cluster, LIVE_STATES) == {}
 
 
 def test_spot_on_a_cloud_without_it_names_the_option_and_creates_nothing(ec2_emulator, cluster):
@@ -91,4 +74,4 @@ def test_check_shows_spot_nodes_and_the_cost(ec2_emulator, cluster):
     assert f"chief: 1 x m5.xlarge ({image}), spot: create {cluster}-chief-0" in out
     assert ("cost: $1.148/h for 4 nodes at list prices, not counting m5.xlarge (no price known); "
             "spot: 4 of 4 nodes (100% of the price), billed at the lower spot price") in out
-    assert instances(ec2_emulator.boto3_client(), cluster) == {}
+    assert cluster_instances(ec2_emulator.boto3_client(), cluster, LIVE_STATES) == {}

@@ -5,8 +5,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Re-install only when requirements.txt changes (a stamp keyed on its content).
-STAMP := $(VENV)/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+# .venv gets requirements-dev.txt: the collection's requirements.txt (what its plugins import on the
+# controller, all an execution environment gets) plus ansible-core, the local cloud's TensorFlow and the
+# test, lint and bench tools. Re-installed only when either file changes (a stamp keyed on their content).
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 COLLECTION_LINK := .collections/ansible_collections/tfdist/cluster
 
 CLOUD ?= local
@@ -34,10 +36,10 @@ help:
 
 setup: $(STAMP) $(COLLECTION_LINK)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --progress-bar off -r requirements.txt
+	$(BIN)/pip install --quiet --progress-bar off -r requirements-dev.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # The repository itself is the collection: link it where Ansible looks for tfdist.cluster.

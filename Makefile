@@ -18,7 +18,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv ee-context ee-image
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -32,6 +32,8 @@ help:
 	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
 	@echo "make im-venv  the Infrastructure Manager (im 2.0.0) in .cache/im-venv, for the test of the RADL it deploys"
 	@echo "make build    build the Galaxy collection tarball into build/"
+	@echo "make ee-context  the execution environment's build context (ansible-builder create) in .cache/ee/context, checked"
+	@echo "make ee-image    build that execution environment with the local Docker engine (tfdist/ee)"
 	@echo "make images   start Docker and build the docker cloud's node images"
 
 setup: $(STAMP) $(COLLECTION_LINK)
@@ -58,7 +60,7 @@ destroy: setup
 	$(BIN)/ansible-playbook playbooks/destroy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
 
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites.
-test: setup lint sanity docs importer units im-venv
+test: setup lint sanity docs importer units ee-context im-venv
 	$(BIN)/python -m pytest tests --ignore=tests/unit -ra
 
 test-unit: setup
@@ -123,6 +125,25 @@ $(CHECK_STAMPS)/importer: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 		$(CURDIR)/$(CHECKS_BIN)/python -m galaxy_importer.main tfdist-cluster-*.tar.gz > import.log 2>&1; \
 		status=$$?; cat import.log; test $$status = 0 && ! grep -q '^ERROR' import.log
 	@mkdir -p $(dir $@) && touch $@
+
+# The execution environment (execution-environment.yml, ansible-builder 3): the collection built from this checkout
+# into .cache/ee/tfdist-cluster.tar.gz, the build context from `ansible-builder create` in .cache/ee/context, then
+# scripts/check-ee-context.py: what the image installs is requirements.txt and bindep.txt, none of requirements-dev.txt.
+EE_DIR := .cache/ee
+ee-context: $(CHECK_STAMPS)/ee-context
+
+$(CHECK_STAMPS)/ee-context: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
+	@rm -rf $(EE_DIR)/build $(EE_DIR)/context && mkdir -p $(EE_DIR)/build
+	$(BIN)/ansible-galaxy collection build --force --output-path $(EE_DIR)/build .
+	mv $(EE_DIR)/build/tfdist-cluster-*.tar.gz $(EE_DIR)/tfdist-cluster.tar.gz && rmdir $(EE_DIR)/build
+	$(CHECKS_BIN)/ansible-builder create --file execution-environment.yml --context $(EE_DIR)/context --output-filename Containerfile
+	$(CHECKS_BIN)/python scripts/check-ee-context.py $(EE_DIR)/context
+	@mkdir -p $(dir $@) && touch $@
+
+# The image, with the local engine. No registry is reachable: the base is the docker cloud's Debian image
+# (make images) with this machine's CA bundle, for a proxy that re-signs HTTPS (EE_CA_BUNDLE; see scripts/build-ee.sh).
+ee-image: ee-context
+	bash scripts/build-ee.sh $(EE_DIR)/context
 
 # The Infrastructure Manager's own code (im 2.0.0) for tests/integration/test_im_radl.py, in its own virtualenv,
 # installed --no-deps from a fully pinned list (tests/im/requirements.txt): never one of the collection's requirements.

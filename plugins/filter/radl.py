@@ -7,6 +7,7 @@ DOCUMENTATION = r'''
 name: to_radl
 author: tfdist maintainers (@tfdist)
 short_description: RADL text for a cluster shape
+version_added: 0.2.0
 description:
   - Writes a cluster shape, as the P(tfdist.cluster.radl#lookup) lookup returns it, as RADL (the language of the
     Infrastructure Manager). The text reads back through the lookup to the same counts, nodes, cloud, region and ports.
@@ -29,6 +30,7 @@ options:
     required: true
     suboptions:
       chief:
+        version_added: 0.5.0
         description: Number of chiefs, 1 or 0 (then worker 0 leads the cluster and the RADL has no chief system).
         type: int
         default: 1
@@ -70,10 +72,12 @@ options:
         description: Where the shape came from; written in the header comment.
         type: str
       hdfs:
+        version_added: 0.5.0
         description: Whether the cluster runs HDFS; adds the C(hdfs) configure step. The lookup does not read it back.
         type: bool
         default: false
   collection_version:
+    version_added: 0.5.0
     description:
       - The version of C(tfdist.cluster) that the IM installs on the systems, dotted numbers such as V(1.2.0).
       - Defaults to the version of the collection this filter comes from (its C(MANIFEST.json), or C(galaxy.yml) in

@@ -21,6 +21,7 @@ description:
   - Uses a YAML configuration file whose name ends with C(.libcloud.yml) or C(.libcloud.yaml).
   - O(provider), O(region), O(credentials) and O(driver_options) may be templates, for example to read a secret
     with the P(ansible.builtin.env#lookup) lookup.
+version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.libcloud

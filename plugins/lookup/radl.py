@@ -7,6 +7,7 @@ DOCUMENTATION = r'''
 name: radl
 author: tfdist maintainers (@tfdist)
 short_description: The cluster shape that a RADL file describes
+version_added: 0.2.0
 description:
   - Reads a RADL file (the language of the Infrastructure Manager) and returns the shape of the TensorFlow cluster
     it describes, one dict per file, ready for the deploy playbooks or for the P(tfdist.cluster.to_radl#filter) filter.
@@ -72,6 +73,7 @@ _raw:
       description: Absolute path of the file.
       type: str
     chief:
+      version_added: 0.5.0
       description: Number of chiefs, 1, or 0 when the file has no chief system (then worker 0 leads).
       type: int
     workers:

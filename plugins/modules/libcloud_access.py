@@ -20,6 +20,7 @@ description:
     network, on a subnet C(tfdist-{cluster}) of its own; the public key goes in at node creation.
   - Rules found on the group that open more than this (an old controller address, a hand-made rule) are revoked.
   - Pass RV(access) to M(tfdist.cluster.libcloud_node) so that new nodes get the key and sit behind the firewall.
+version_added: 0.2.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes

@@ -17,6 +17,7 @@ description:
     indexes; surplus nodes are removed highest index first. The nodes of one role are created together.
   - If a node cannot be created, the nodes this run created are destroyed again and the task fails.
   - Roles not listed in O(roles) are left as they are; give them O(roles[].count=0) to remove their nodes.
+version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
@@ -134,6 +135,7 @@ options:
       - Only with O(wait=true).
     type: int
   access:
+    version_added: 0.2.0
     description:
       - The cluster's key pair and firewall, as returned in RV(tfdist.cluster.libcloud_access#module:access). New nodes
         get the cluster's key and sit behind its firewall (EC2 and OpenStack key pair and security group, GCE network
@@ -299,6 +301,7 @@ nodes:
       type: str
       sample: ami-0123456789abcdef0
     spot:
+      version_added: 0.5.0
       description: Whether the node runs on interruptible capacity (tagged C(tfdist_spot=true), or an EC2 spot instance).
       type: bool
       sample: false

@@ -18,6 +18,7 @@ description:
     bucket, NameNode address, credentials or path is reported against that setting (C(tf_data), C(tf_model_url)).
   - S3 credentials come from the standard AWS environment variables (or the instance's role); they are never
     module arguments, so they are never logged.
+version_added: 0.3.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes

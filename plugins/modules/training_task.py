@@ -127,6 +127,7 @@ options:
     type: int
     default: 1800
   announce_end:
+    version_added: 0.5.0
     description:
       - For the leader of a job (the chief, or worker 0 without one), its own TF port. Once the task has exited
         with return code 0, its supervisor answers on that port for O(announce_for) seconds that the job
@@ -136,6 +137,7 @@ options:
       - The task counts as ended meanwhile; O(state=stopped) and a new launch end the announcement at once.
     type: int
   announce_for:
+    version_added: 0.5.0
     description: Seconds the end of the job is announced on O(announce_end).
     type: int
     default: 60

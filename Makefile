@@ -18,7 +18,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv ee-context ee-image
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv changelog ee-context ee-image
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -27,7 +27,8 @@ help:
 	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
-	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint"
+	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint; the changelog checks"
+	@echo "make changelog  CHANGELOG.rst from changelogs/changelog.yaml (antsibull-changelog generate)"
 	@echo "make importer galaxy-importer accepts the built collection"
 	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
 	@echo "make im-venv  the Infrastructure Manager (im 2.0.0) in .cache/im-venv, for the test of the RADL it deploys"
@@ -111,6 +112,7 @@ $(CHECK_STAMPS)/units: $(STAMP) $(COLLECTION_FILES)
 $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
 	$(BIN)/python scripts/check-docs.py
 	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
+	$(CHECKS_BIN)/python scripts/check-changelog.py
 	@mkdir -p $(dir $@) && touch $@
 
 # galaxy-importer on the tarball as Galaxy gets it: ansible-doc, ansible-lint (offline) and its own
@@ -157,6 +159,11 @@ $(IM_STAMP): tests/im/requirements.txt
 	@test -x $(IM_VENV)/bin/python || $(PYTHON) -m venv $(IM_VENV)
 	$(IM_VENV)/bin/pip install --quiet --progress-bar off --no-deps -r tests/im/requirements.txt
 	@rm -f $(IM_VENV)/.installed-* && touch $@
+
+# CHANGELOG.rst is generated from changelogs/changelog.yaml; a release (`antsibull-changelog release` in the
+# checks virtualenv) first turns the fragments of changelogs/fragments/ into galaxy.yml's version there.
+changelog: $(CHECKS_STAMP)
+	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-changelog generate
 
 build: setup
 	@mkdir -p build

@@ -11,8 +11,9 @@ entry points are its tasks files that no other tasks file of the role includes o
 must have an argument spec. Every one is rendered as text and as JSON; any error or warning that
 ansible-doc prints, an undocumented plugin, an action plugin without a module of the same name
 (where its documentation lives), or a `tasks_from: NAME.yml` in a playbook or role (Ansible looks up
-the argument spec by the name as written, so with `.yml` it validates nothing) is a finding. Exit status 1
-when there is one.
+the argument spec by the name as written, so with `.yml` it validates nothing) is a finding, and so is a
+plugin without a `version_added`, or any `version_added` (of a plugin, an option or a return value) later
+than galaxy.yml's version. Exit status 1 when there is one.
 """
 
 from __future__ import annotations
@@ -35,10 +36,43 @@ YAML_FOLDERS = ('playbooks', 'roles', 'examples')
 ANSIBLE_DOC = os.path.join(os.path.dirname(sys.executable), 'ansible-doc')
 
 
-def collection_name():
+def galaxy():
     with open('galaxy.yml', encoding='utf-8') as handle:
-        galaxy = yaml.safe_load(handle)
-    return '%s.%s' % (galaxy['namespace'], galaxy['name'])
+        return yaml.safe_load(handle)
+
+
+def collection_name():
+    info = galaxy()
+    return '%s.%s' % (info['namespace'], info['name'])
+
+
+def version_tuple(version):
+    """(0, 5, 0) for '0.5.0'; None for anything that is not dotted numbers."""
+    parts = str(version).split('.')
+    return tuple(int(part) for part in parts) if all(part.isdigit() for part in parts) else None
+
+
+def version_findings(label, doc, returns, collection, current):
+    """A missing plugin version_added, or one of the plugin, its options or return values past `current`
+    (those that a doc fragment of another collection brings name that collection and are left alone)."""
+    findings = [] if 'version_added' in doc else ['%s: no version_added' % label]
+
+    def walk(where, entry):
+        if not isinstance(entry, dict):
+            return
+        added = entry.get('version_added')
+        own = entry.get('version_added_collection', collection) == collection
+        if own and added is not None and not (version_tuple(added) or (0,)) <= current:
+            findings.append('%s: %s version_added %s is later than galaxy.yml version %s'
+                            % (label, where, added, '.'.join(map(str, current))))
+        for key in ('options', 'suboptions', 'contains'):
+            for name, child in (entry.get(key) or {}).items():
+                walk(name if where == 'plugin' else '%s.%s' % (where, name), child)
+
+    walk('plugin', doc)
+    for name, spec in (returns or {}).items():
+        walk('return ' + name, spec)
+    return findings
 
 
 def ansible_doc(*args):
@@ -69,7 +103,15 @@ def render(plugin_type, names):
             return findings or json_findings
         return [finding for name in names for finding in render(plugin_type, [name])]
     docs = json.loads(out)
-    return ['%s %s: no documentation' % (plugin_type, name) for name in names if not (docs.get(name) or {}).get('doc')]
+    current = version_tuple(galaxy()['version'])
+    findings = []
+    for name in names:
+        doc = (docs.get(name) or {}).get('doc')
+        if not doc:
+            findings.append('%s %s: no documentation' % (plugin_type, name))
+            continue
+        findings += version_findings('%s %s' % (plugin_type, name), doc, docs[name].get('return'), collection_name(), current)
+    return findings
 
 
 def check_plugins(collection):

@@ -7,10 +7,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import lookup_loader
-from ansible.template import Templar
+from ansible.template import Templar, trust_as_template
 from radl import radl_parse
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.templating import trust_as_template
 from ansible_collections.tfdist.cluster.plugins.filter.radl import own_version, to_radl
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

@@ -7,9 +7,7 @@ import pytest
 from ansible.errors import AnsibleLookupError
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import lookup_loader
-from ansible.template import Templar
-
-from ansible_collections.tfdist.cluster.tests.unit.compat.templating import trust_as_template
+from ansible.template import Templar, trust_as_template
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 CLASSIC = os.path.join(REPO, "radl", "ps1-workers2.radl")

@@ -5,9 +5,9 @@ import itertools
 import json
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 from docker.errors import APIError, DockerException, NotFound
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cloud_docker
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_docker import (
     GIB,

@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import register_driver
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_access

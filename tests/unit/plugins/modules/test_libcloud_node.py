@@ -4,8 +4,8 @@ import json
 import socket
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
 
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")

@@ -4,8 +4,8 @@ Medium 512 MiB $8, Big 4096 MiB $32, XXL Big 8192 MiB $64; see tests/unit/confte
 import json
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
 
 

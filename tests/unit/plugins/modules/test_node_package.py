@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.module_utils import _package
 from ansible_collections.tfdist.cluster.plugins.modules import node_package
 

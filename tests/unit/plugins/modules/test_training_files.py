@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
 
 SPEC = {"ps": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.2:2223"]}

@@ -9,8 +9,8 @@ import sys
 import time
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import training_status
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.tests.unit.compat.module_args import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import training_task
 from processes import alive, wait_until
 

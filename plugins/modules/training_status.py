@@ -92,6 +92,11 @@ tasks:
     running:
       description: The task (or its supervisor) runs.
       type: bool
+    supervisor_running:
+      description: The task's supervisor runs; after the task has ended, it may still announce the end of the job
+        on the leader's port (see O(tfdist.cluster.training_task#module:announce_end)).
+      type: bool
+      version_added: 0.5.0
     pid:
       description: Pid of the task's last run, null if it never started.
       type: int
@@ -144,7 +149,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 
 # What this module reports of each task (the supervisor's status has more).
-TASK_KEYS = ("running", "pid", "returncode", "reason", "started_at", "finished_at")
+TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
 
 
 def task_state(name, task_dir, tail_lines):

@@ -2,12 +2,14 @@
 
 import json
 import os
+import signal
+import time
 
 import numpy as np
 import pytest
 
-from ansible_cli import REPO, run_inventory, run_playbook, tail
-from processes import free_port_block, tf_processes
+from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
+from processes import free_port_block, tf_processes, wait_until
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
@@ -110,3 +112,49 @@ def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
     logs = sorted(os.listdir(os.path.join(artifacts, "logs")))
     assert logs == ["ps-0.log", "worker-0.log", "worker-1.log"]
     assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
+
+
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_name):
+    """Ctrl-C while the deploy watches, then the same deploy again: it watches that job to its end, launching nothing."""
+    base = free_port_block(4)
+    common = [f"cluster_name={cluster_name}", f"tf_port_base={base}", "tf_workers=2", "tf_ps=1", "tf_train_steps=10000"]
+    job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
+    tasks = ("chief-0", "worker-0", "worker-1", "ps-0")
+    first = start_playbook("playbooks/deploy.yml", *common)
+    try:
+        assert wait_until(lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 100,
+                          timeout=300), "the job never reached step 100"
+        os.kill(first.pid, signal.SIGINT)  # what Ctrl-C does to ansible-playbook
+        output = first.communicate(timeout=120)[0]
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode != 0, output[-3000:]
+    runs = {task: read_json(os.path.join(job_dir, "tasks", task, "task.json"))["started_at"] for task in tasks}
+    assert (read_json(os.path.join(job_dir, "status.json")) or {}).get("state") == "running", "the job ended too soon"
+
+    started = time.time()
+    again = run_playbook("playbooks/deploy.yml", *common)
+    assert again.returncode == 0, tail(again)
+    print("re-run %.1f s" % (time.time() - started))
+    # It watched the job it found (progress lines), and that job is the only one: every task's run is the one
+    # the first deploy launched, started once.
+    assert "step " in again.stdout and "/10000" in again.stdout, tail(again)
+    for task in tasks:
+        task_dir = os.path.join(job_dir, "tasks", task)
+        assert read_json(os.path.join(task_dir, "task.json"))["started_at"] == runs[task], task
+        with open(os.path.join(task_dir, "task.log")) as handle:
+            launches = [line for line in handle if line.startswith("[tfdist-supervise]") and " starting " in line]
+        assert len(launches) == 1, (task, launches)
+    summary = read_json(os.path.join(REPO, "artifacts", cluster_name, "summary.json"))
+    assert summary["steps"] == 10000 and summary["initial_step"] == 0, summary
+    assert str(summary["leader_run"]) == str(runs["chief-0"]), summary
+    assert tf_processes(job_dir) == []

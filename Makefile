@@ -18,7 +18,7 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv changelog ee-context ee-image
+.PHONY: help setup images deploy destroy test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv changelog sanity-oldest ee-context ee-image
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
@@ -31,6 +31,7 @@ help:
 	@echo "make changelog  CHANGELOG.rst from changelogs/changelog.yaml (antsibull-changelog generate)"
 	@echo "make importer galaxy-importer accepts the built collection"
 	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
+	@echo "make sanity-oldest  quick sanity tests, unit tests and check.yml on the oldest ansible-core meta/runtime.yml claims"
 	@echo "make im-venv  the Infrastructure Manager (im 2.0.0) in .cache/im-venv, for the test of the RADL it deploys"
 	@echo "make build    build the Galaxy collection tarball into build/"
 	@echo "make ee-context  the execution environment's build context (ansible-builder create) in .cache/ee/context, checked"
@@ -61,7 +62,7 @@ destroy: setup
 	$(BIN)/ansible-playbook playbooks/destroy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
 
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites.
-test: setup lint sanity docs importer units ee-context im-venv
+test: setup lint sanity docs importer units sanity-oldest ee-context im-venv
 	$(BIN)/python -m pytest tests --ignore=tests/unit -ra
 
 test-unit: setup
@@ -146,6 +147,31 @@ $(CHECK_STAMPS)/ee-context: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 # (make images) with this machine's CA bundle, for a proxy that re-signs HTTPS (EE_CA_BUNDLE; see scripts/build-ee.sh).
 ee-image: ee-context
 	bash scripts/build-ee.sh $(EE_DIR)/context
+
+# The oldest ansible-core that meta/runtime.yml claims (requires_ansible: ">=X.Y.Z" gives X.Y.Z), in its own
+# virtualenv with the collection's requirements.txt: ansible-test's quick sanity tests and the unit tests run
+# on it (on a copy under .cache/ansible-test-X.Y.Z), then playbooks/check.yml on cloud=local.
+# `make sanity` and `make units` run the newest, .venv's ansible-core (requirements-dev.txt).
+OLDEST_CORE := $(shell sed -n 's/^requires_ansible: *">=\([0-9.]*\)".*/\1/p' meta/runtime.yml)
+OLDEST_VENV := .cache/core-$(OLDEST_CORE)-venv
+OLDEST_STAMP := $(OLDEST_VENV)/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+OLDEST_SANITY := --test validate-modules --test pep8 --test pylint --test yamllint --test ansible-doc
+
+sanity-oldest: $(CHECK_STAMPS)/sanity-oldest
+
+$(OLDEST_STAMP): requirements.txt meta/runtime.yml
+	@test -n "$(OLDEST_CORE)" || { echo 'meta/runtime.yml: no requires_ansible: ">=X.Y.Z"'; exit 1; }
+	@test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/pip install --quiet --progress-bar off ansible-core==$(OLDEST_CORE) -r requirements.txt
+	@rm -f $(OLDEST_VENV)/.installed-* && touch $@
+
+$(CHECK_STAMPS)/sanity-oldest: $(OLDEST_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
+	BIN=$(CURDIR)/$(OLDEST_VENV)/bin ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-$(OLDEST_CORE) \
+		scripts/ansible-test.sh sanity --venv --python $(SANITY_PYTHON) $(OLDEST_SANITY)
+	BIN=$(CURDIR)/$(OLDEST_VENV)/bin ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-$(OLDEST_CORE) \
+		scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
+	PATH=$(CURDIR)/$(OLDEST_VENV)/bin:$$PATH ansible-playbook playbooks/check.yml -e cloud=local
+	@mkdir -p $(dir $@) && touch $@
 
 # The Infrastructure Manager's own code (im 2.0.0) for tests/integration/test_im_radl.py, in its own virtualenv,
 # installed --no-deps from a fully pinned list (tests/im/requirements.txt): never one of the collection's requirements.

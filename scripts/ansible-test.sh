@@ -12,6 +12,10 @@
 # - get-pip.py for every virtualenv it makes, which it downloads from a host outside the
 #   package registries unless a copy is cached: scripts/ansible-test-get-pip.py stands in.
 # The copy's tests/output/ (ansible-test's own virtualenv) is kept between runs.
+#
+# Environment: BIN, the bin folder of the virtualenv whose ansible-test runs (default .venv/bin);
+# ANSIBLE_TEST_COPY, where the copy goes (default .cache/ansible-test; one per ansible-core version,
+# since tests/output/ keeps that version's virtualenvs).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +25,7 @@ read -r NAMESPACE NAME < <("$BIN/python" -c '
 import sys, yaml
 galaxy = yaml.safe_load(open(sys.argv[1]))
 print(galaxy["namespace"], galaxy["name"])' "$ROOT/galaxy.yml")
-DEST=$ROOT/.cache/ansible-test/ansible_collections/$NAMESPACE/$NAME
+DEST=${ANSIBLE_TEST_COPY:-$ROOT/.cache/ansible-test}/ansible_collections/$NAMESPACE/$NAME
 
 # The pip version ansible-test bootstraps decides the cached file's name (get_pip_24_2.py).
 PIP_VERSION=$("$BIN/python" -c '

@@ -34,8 +34,8 @@ def run(*args):
     done = subprocess.run([ANTSIBULL_CHANGELOG, *args], capture_output=True, text=True, check=False)
     if done.returncode == 0:
         return None
-    return 'antsibull-changelog %s (exit status %d):\n%s' % (' '.join(args), done.returncode,
-                                                              (done.stdout + done.stderr).strip())
+    output = (done.stdout + done.stderr).strip()
+    return 'antsibull-changelog %s (exit status %d):\n%s' % (' '.join(args), done.returncode, output)
 
 
 def check_versions():

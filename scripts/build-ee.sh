@@ -61,4 +61,22 @@ else
     say "built $image ($(docker image inspect --format '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1 / 1e6}'))"
 fi
 docker tag "$image" "$EE_IMAGE:latest"
+
+# Keep one image: the images of earlier inputs go, and so do the galaxy and builder stages that the legacy
+# builder leaves untagged (dangling images built on our base), so that rebuilds do not fill the disk.
+base_id=$(docker image inspect --format '{{.Id}}' "$EE_BASE")
+built_on_base() {
+    local id=$1
+    while [ -n "$id" ]; do
+        [ "$id" = "$base_id" ] && return 0
+        id=$(docker image inspect --format '{{.Parent}}' "$id" 2>/dev/null || true)
+    done
+    return 1
+}
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' "$EE_IMAGE"); do
+    case $old in "$image"|"$EE_IMAGE:latest") ;; *) docker rmi "$old" >/dev/null 2>&1 || true ;; esac
+done
+for leftover in $(docker images --filter dangling=true --quiet --no-trunc); do
+    if built_on_base "$leftover"; then docker rmi "$leftover" >/dev/null 2>&1 || true; fi
+done
 echo "$image"

@@ -1,0 +1,72 @@
+"""The execution environment (execution-environment.yml) builds with the local engine and runs tfdist.cluster.
+
+`make ee-context` writes ansible-builder's build context (.cache/ee/context); scripts/build-ee.sh builds it on
+the local Debian base (no registry here) and tags the image with a hash of its inputs, so an unchanged
+collection is not rebuilt. The image then runs `ansible-playbook tfdist.cluster.check` against the EC2 emulator
+on this host (--network host), as AWX or ansible-navigator would run it: only what is inside the image.
+"""
+
+import subprocess
+import uuid
+
+import pytest
+
+from docker_engine import REPO, last_lines, script
+from emulators.ec2 import LIVE_STATES, cluster_instances
+
+CONTEXT = ".cache/ee/context"
+# requirements-dev.txt's packages: none of them belongs in the image.
+DEV_PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "moto", "molecule", "pytest", "ansible-lint", "ansible")
+
+
+@pytest.fixture(scope="module")
+def ee_image(docker_engine):
+    made = subprocess.run(["make", "--no-print-directory", "ee-context"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert made.returncode == 0, last_lines(made)
+    built = script("build-ee.sh", CONTEXT)
+    if built.returncode != 0:
+        pytest.fail("scripts/build-ee.sh failed (exit %d):\n%s" % (built.returncode, last_lines(built, 80)),
+                    pytrace=False)
+    return built.stdout.strip().splitlines()[-1]
+
+
+def docker_run(image, *command, env=None, timeout=600):
+    args = ["docker", "run", "--rm", "--network", "host"]
+    for key, value in (env or {}).items():
+        args += ["-e", "%s=%s" % (key, value)]
+    return subprocess.run(args + [image, *command], capture_output=True, text=True, timeout=timeout)
+
+
+def test_image_holds_the_collection_and_its_requirements_only(ee_image):
+    probe = docker_run(ee_image, "sh", "-ec", """
+        ansible-galaxy collection list tfdist.cluster
+        python3 -m pip list --format freeze
+        ssh -V 2>&1
+        command -v ssh-keygen""")
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    out = probe.stdout
+    assert "tfdist.cluster" in out
+    installed = {line.split("==")[0].lower() for line in out.splitlines() if "==" in line}
+    assert {"apache-libcloud", "docker", "fsspec", "s3fs", "radl", "matplotlib", "ansible-core",
+            "ansible-runner"} <= installed, sorted(installed)
+    assert sorted(installed & set(DEV_PACKAGES)) == []
+    assert "OpenSSH" in out and "/usr/bin/ssh-keygen" in out  # bindep.txt's openssh-client
+
+
+def test_image_runs_check_against_the_ec2_emulator(ee_image, ec2_emulator):
+    cluster = "ee-%s" % uuid.uuid4().hex[:8]
+    image_id = ec2_emulator.image_id
+    run = docker_run(ee_image, "ansible-playbook", "tfdist.cluster.check", "-e", "cloud=aws",
+                     "-e", "cluster_name=" + cluster, "-e", "tf_workers=3", "-e", "tf_ssh_from=127.0.0.1/32",
+                     "-e", "aws_image=" + image_id,
+                     env=dict(ec2_emulator.env, TFDIST_HOME="/runner", ANSIBLE_NOCOLOR="1"))
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+    out = " ".join(run.stdout.split())
+    # The plan, from the EC2 API through libcloud inside the image.
+    workers = ", ".join("%s-worker-%d" % (cluster, index) for index in range(3))
+    assert "worker: 3 x g4dn.xlarge (%s), $0.526/h each: create %s" % (image_id, workers) in out, run.stdout[-5000:]
+    assert "create: key pair tfdist-%s" % cluster in out
+    assert "failed=0" in out
+    # check creates nothing.
+    assert cluster_instances(ec2_emulator.boto3_client(), cluster, LIVE_STATES) == {}

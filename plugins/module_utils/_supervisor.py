@@ -43,6 +43,13 @@ port for --announce-for seconds with the line "tfdist-finished NAME": a server's
 the leader as seen and gone. The task is not running meanwhile (exit.json is written first); `stop` and a
 new `start` end the announcement at once.
 
+A warm start: `warm()` starts the supervisor of a task ahead of its launch, with the task's Python already
+importing the heavy modules (TensorFlow) and waiting (files warm.json, warm.log, warm.sock). The next `start()` of
+that folder hands it the task instead of starting a new process; it then runs the script in-process as
+`python SCRIPT ARGS` would, under the same record (task.log, task.json, exit.json) as a cold start. When the warm
+Python cannot stand for a cold start (another interpreter, not a script, another environment, modules changed on
+disk since they were imported), it execs the command itself. One not claimed within --warm-for seconds ends.
+
 Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
 stderr); `status` and `stop` always print JSON.
 
@@ -71,6 +78,55 @@ FINISHED = b"tfdist-finished"
 NOT_STARTED = "not started"
 DIED = "died without exit record"
 STOPPED = "stopped"
+# A warm start (see warm()): its record, the warm Python's output until it is claimed, and where it is claimed.
+WARM_FILE = "warm.json"
+WARM_LOG = "warm.log"
+WARM_SOCKET = "warm.sock"
+WARM_FOR = 300.0
+# The warm Python (python -c WARM_CHILD MODULE...): imports MODULEs, then reads one line on stdin, the task to run.
+WARM_CHILD = r'''
+import json, os, runpy, sys
+def stamps(names):
+    found = {}
+    for name in names:
+        try:
+            info = os.stat(sys.modules[name].__file__)
+            found[name] = [info.st_ino, info.st_size, info.st_mtime_ns]
+        except (KeyError, AttributeError, TypeError, OSError):
+            found[name] = None
+    return found
+names = sys.argv[1:]
+imported = True
+for name in names:
+    try:
+        __import__(name)
+    except BaseException as error:
+        imported = False
+        sys.stderr.write("warm import of %s failed: %r\n" % (name, error))
+before = stamps(names)
+line = sys.stdin.readline()
+if not line:
+    os._exit(0)
+go = json.loads(line)
+sys.stdout.flush()
+sys.stderr.flush()
+fd = os.open(go["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.dup2(fd, 1)
+os.dup2(fd, 2)
+os.close(fd)
+fd = os.open(os.devnull, os.O_RDONLY)
+os.dup2(fd, 0)
+os.close(fd)
+os.chdir(go["cwd"])
+command, env = go["command"], go["env"]
+if go["cold"] or not imported or stamps(names) != before:
+    os.execvpe(command[0], command, env)
+os.environ.clear()
+os.environ.update(env)
+sys.argv = command[1:]
+sys.path[0] = os.path.dirname(os.path.realpath(command[1]))
+runpy.run_path(command[1], run_name="__main__")
+'''
 
 
 class SupervisorError(Exception):
@@ -365,6 +421,17 @@ class _Supervisor:
             os.close(ready_fd)
             return 127
 
+        def answer(message):
+            os.write(ready_fd, message)
+            os.close(ready_fd)
+
+        self.record(answer)
+        return self.watch()
+
+    def record(self, answer, go=None):
+        """Write the record of the running task, then (a warm start) let it go, then answer the caller."""
+        spec = self.spec
+        task_dir, name, command = spec["dir"], spec["name"], spec["command"]
         meta = {
             "name": name,
             "command": command,
@@ -379,10 +446,110 @@ class _Supervisor:
         write_text(os.path.join(task_dir, "supervisor.pid"), "%d\n" % os.getpid())
         write_json(os.path.join(task_dir, TASK_FILE), meta)
         log_line(self.log, "%s runs as pid %d" % (name, self.proc.pid))
-        os.write(ready_fd, json.dumps({"started": True, "name": name, "pid": self.proc.pid,
-                                       "supervisor_pid": os.getpid()}).encode())
+        if go is not None:
+            go()
+        answer(json.dumps({"started": True, "name": name, "pid": self.proc.pid,
+                           "supervisor_pid": os.getpid()}).encode())
+
+    def run_warm(self, ready_fd):
+        """A warm start: the task's Python imports its modules and waits until start() hands it the task."""
+        task_dir, warm = self.spec["dir"], self.spec["warm"]
+        socket_path = os.path.join(task_dir, WARM_SOCKET)
+        remove(socket_path)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(socket_path)  # OSError for a folder path too long for a socket: no warm start there
+            os.chmod(socket_path, 0o600)  # only this user may hand it a command
+            server.listen(4)
+            server.settimeout(0.5)
+            self.proc = subprocess.Popen([warm["python"], "-c", WARM_CHILD] + list(warm["modules"]),
+                                         stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
+                                         cwd=task_dir, env=self.env, start_new_session=True)
+        except OSError as e:
+            server.close()
+            remove(socket_path)
+            os.write(ready_fd, ("error: cannot start a warm %s: %s" % (warm["python"], e)).encode())
+            os.close(ready_fd)
+            return 1
+        started = now()
+        write_json(os.path.join(task_dir, WARM_FILE), {
+            "python": warm["python"], "modules": list(warm["modules"]), "started_at": started,
+            "pid": self.proc.pid, "pid_starttime": proc_starttime(self.proc.pid),
+            "supervisor_pid": os.getpid(), "supervisor_starttime": proc_starttime(os.getpid())})
+        os.write(ready_fd, json.dumps({"warm": True, "pid": self.proc.pid, "supervisor_pid": os.getpid()}).encode())
         os.close(ready_fd)
 
+        def quit_warm(signum, frame):
+            self.quitting = True
+
+        signal.signal(signal.SIGTERM, quit_warm)
+        signal.signal(signal.SIGINT, quit_warm)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        deadline = time.monotonic() + warm["for"]
+        claimed = False
+        try:
+            while not claimed and not self.quitting and time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    connection = server.accept()[0]
+                except OSError:
+                    continue
+                with connection:
+                    claimed = self.hand_over(connection, started)
+        finally:
+            server.close()
+            remove(socket_path)
+            remove(os.path.join(task_dir, WARM_FILE))
+            if not claimed:
+                signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        return self.watch() if claimed else 0
+
+    def hand_over(self, connection, warm_since):
+        """start()'s request on the warm socket: become that task's supervisor. True once it runs."""
+        connection.settimeout(10.0)
+        request = b""
+        while not request.endswith(b"\n"):
+            chunk = connection.recv(65536)
+            if not chunk:
+                return False
+            request += chunk
+        request = json.loads(request.decode())
+        spec, env = request["spec"], request["env"]
+        modules = self.spec["warm"]["modules"]
+        if self.proc.poll() is not None:
+            connection.sendall(b"error: the warm Python has ended")
+            return False
+        # The environment the modules were imported with must be the task's, but for what the task reads later.
+        differs = sorted(key for key in set(env) | set(self.env)
+                         if key not in request["late"] and env.get(key) != self.env.get(key))
+        self.spec, self.env = spec, env
+        self.log = open(os.path.join(spec["dir"], LOG_NAME), "a", buffering=1)
+        os.dup2(self.log.fileno(), 1)
+        os.dup2(self.log.fileno(), 2)
+        log_line(self.log, "starting %s: %s" % (spec["name"], " ".join(spec["command"])))
+        if differs:
+            log_line(self.log, "warm start not used, the environment differs in %s: starting cold" % ", ".join(differs))
+        else:
+            log_line(self.log, "warm start: %s imported since %.1fs" % (", ".join(modules), now() - warm_since))
+        go = json.dumps({"log": os.path.join(spec["dir"], LOG_NAME), "cwd": spec["chdir"] or spec["dir"],
+                         "command": spec["command"], "env": env, "cold": bool(differs)}).encode() + b"\n"
+
+        def let_go():
+            try:
+                self.proc.stdin.write(go)
+                self.proc.stdin.close()
+            except OSError:
+                pass  # it has just ended: watch() records how
+
+        self.record(connection.sendall, let_go)
+        return True
+
+    def watch(self):
+        """Follow the running task to its end and record it (see --stop-when-gone and --announce-end)."""
+        spec = self.spec
+        task_dir = spec["dir"]
+        if self.quitting:  # asked to stop while a warm start was being handed its task
+            self.terminate(STOPPED, None)
         signal.signal(signal.SIGTERM, self.on_sigterm)
         signal.signal(signal.SIGINT, self.on_sigterm)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -476,7 +643,8 @@ def _daemonize_and_run(spec, env):
     try:
         os.chdir("/")
         os.umask(0o022)
-        log = open(os.path.join(spec["dir"], LOG_NAME), "a", buffering=1)
+        warm = spec.get("warm")
+        log = open(os.path.join(spec["dir"], WARM_LOG if warm else LOG_NAME), "w" if warm else "a", buffering=1)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(log.fileno(), 1)
@@ -489,7 +657,8 @@ def _daemonize_and_run(spec, env):
                     os.close(fd)
                 except OSError:
                     pass
-        code = _Supervisor(spec, env, log).run(write_fd)
+        supervisor = _Supervisor(spec, env, log)
+        code = supervisor.run_warm(write_fd) if warm else supervisor.run(write_fd)
     except BaseException as e:  # report anything to the waiting parent, then leave
         try:
             os.write(write_fd, ("error: supervisor failed: %r" % e).encode())
@@ -545,7 +714,86 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
             "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
             "stop_timeout": float(stop_timeout), "announce_end": int(announce_end) if announce_end else None,
             "announce_for": float(announce_for)}
-    return _daemonize_and_run(spec, task_env)
+    claimed = _claim_warm(spec, task_env, late=sorted(env_from_files or {}))
+    return claimed if claimed is not None else _daemonize_and_run(spec, task_env)
+
+
+def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, warm_for=WARM_FOR):
+    """Start the Python of a task that is about to be launched, importing modules ahead of the launch.
+
+    The next start() in task_dir with the command `python SCRIPT ARGS` (python: this very path) runs SCRIPT in that
+    process (see the module's description). env and env_file as in start(); the variables that start() sets from
+    files (env_from_files, such as TF_CONFIG) may differ, as the task reads them after its imports.
+    Returns {warm, pid, supervisor_pid}; raises SupervisorError when it cannot start.
+    """
+    os.makedirs(task_dir, exist_ok=True)
+    task_dir = os.path.abspath(task_dir)
+    stop_warm(task_dir)
+    warm_env = dict(os.environ)
+    warm_env.update({str(key): str(value) for key, value in (env or {}).items()})
+    try:
+        if env_file:
+            warm_env.update(read_env_file(env_file))
+    except (OSError, ValueError) as e:
+        raise SupervisorError(str(e))
+    warm_env.setdefault("PYTHONUNBUFFERED", "1")
+    spec = {"dir": task_dir, "warm": {"python": os.path.abspath(python), "modules": list(modules),
+                                      "for": float(warm_for)}}
+    return _daemonize_and_run(spec, warm_env)
+
+
+def _claim_warm(spec, env, late):
+    """Hand the task to the warm start waiting in its folder; its answer, or None to start it cold."""
+    task_dir, command = spec["dir"], spec["command"]
+    record = read_json(os.path.join(task_dir, WARM_FILE))
+    if record is None:
+        return None
+    cwd = spec["chdir"] or task_dir
+    usable = (alive(record.get("supervisor_pid"), record.get("supervisor_starttime")) and len(command) > 1
+              and os.path.isabs(command[0]) and os.path.abspath(command[0]) == record.get("python")
+              and not command[1].startswith("-") and os.path.isdir(cwd)
+              and os.path.isfile(os.path.join(cwd, command[1])))
+    answer = None
+    if usable:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.settimeout(30.0)
+                connection.connect(os.path.join(task_dir, WARM_SOCKET))
+                connection.sendall(json.dumps({"spec": spec, "env": env, "late": late}).encode() + b"\n")
+                chunks = []
+                while True:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+            reply = b"".join(chunks).decode(errors="replace")
+            answer = json.loads(reply) if reply.startswith("{") else None
+        except (OSError, ValueError):
+            answer = None
+    if answer is None:
+        stop_warm(task_dir)
+    return answer
+
+
+def stop_warm(task_dir, timeout=10.0):
+    """End the warm start waiting in task_dir, if any (see warm()); True when there was one."""
+    path = os.path.join(os.path.abspath(task_dir), WARM_FILE)
+    record = read_json(path)
+    if record is None:
+        return False
+    sup_pid, sup_starttime = record.get("supervisor_pid"), record.get("supervisor_starttime")
+    if alive(sup_pid, sup_starttime):
+        os.kill(sup_pid, signal.SIGTERM)  # it ends its Python and removes its files
+        deadline = time.monotonic() + timeout
+        while alive(sup_pid, sup_starttime) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive(sup_pid, sup_starttime):
+            os.kill(sup_pid, signal.SIGKILL)
+    if alive(record.get("pid"), record.get("pid_starttime")):
+        signal_group(record["pid"], signal.SIGKILL)
+    remove(path)
+    remove(os.path.join(os.path.dirname(path), WARM_SOCKET))
+    return True
 
 
 def stop(task_dir, timeout=15.0):

@@ -67,6 +67,28 @@ options:
         call, as M(tfdist.cluster.node_package) does with its O(tfdist.cluster.node_package#module:dest).
     type: path
     version_added: 0.5.0
+  warm_python:
+    description:
+      - The Python that will run the tasks (the tensorflow role's virtualenv). Each task whose files this call wrote,
+        or whose training program changed, gets that Python started at once in its folder, importing
+        O(warm_modules) while the deploy goes on; the launch (M(tfdist.cluster.training_task)) then hands it the
+        task. Where nothing changed, nothing starts.
+      - A warm start that no launch claims within 5 minutes ends by itself.
+    type: path
+    version_added: 0.5.0
+  warm_modules:
+    description: The modules the warm Python imports.
+    type: list
+    elements: str
+    default: [tensorflow]
+    version_added: 0.5.0
+  env:
+    description:
+      - The extra environment of the tasks, as the launch's O(tfdist.cluster.training_task#module:env), so that the
+        warm Python imports with the task's environment (one that differs is not used). Never logged.
+    type: dict
+    default: {}
+    version_added: 0.5.0
 extends_documentation_fragment:
   - tfdist.cluster.attributes
 attributes:
@@ -110,6 +132,13 @@ package_removed:
   elements: str
   sample: [train/old_module.py]
   version_added: 0.5.0
+warm:
+  description: With O(warm_python), the tasks whose Python was started ahead of their launch.
+  returned: always
+  type: list
+  elements: str
+  sample: [worker-0]
+  version_added: 0.5.0
 """
 
 import json
@@ -120,6 +149,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm
 
 
 def task_env(task, params):
@@ -167,6 +197,9 @@ def main():
             gpus=dict(type="int", default=0),
             folders=dict(type="list", elements="str", default=[]),
             package_dest=dict(type="path"),
+            warm_python=dict(type="path"),
+            warm_modules=dict(type="list", elements="str", default=["tensorflow"]),
+            env=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -196,7 +229,24 @@ def main():
             module.fail_json(msg="package_dest: cannot write the package under %s: %s" % (p["package_dest"], error))
         result.update(package_written=package_written, package_removed=package_removed,
                       changed=result["changed"] or bool(package_written or package_removed))
+    result["warm"] = [] if module.check_mode or not p["warm_python"] else warm_starts(p, written, result)
     module.exit_json(**result)
+
+
+def warm_starts(p, written, result):
+    """Start the Python of each task whose files changed (or all, when the program changed); their names."""
+    program_changed = bool(result.get("package_written") or result.get("package_removed"))
+    started = []
+    for task in p["tasks"]:
+        folder = _cluster.task_folder(p["work_dir"], task["name"])
+        if not program_changed and not any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
+            continue
+        try:
+            warm(folder, p["warm_python"], p["warm_modules"], env=p["env"], env_file=os.path.join(folder, _cluster.TASK_ENV))
+        except SupervisorError:
+            continue  # no warm start: the launch starts the task cold, as it would anyway
+        started.append(task["name"])
+    return started
 
 
 if __name__ == "__main__":

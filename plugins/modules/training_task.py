@@ -17,6 +17,9 @@ description:
     restarted. A task whose previous run has ended, successfully or not, is launched again, so a
     second run of a deploy playbook relaunches a finished job, which resumes from its checkpoint
     (set O(rerun_finished=false) to leave a task that finished with return code 0 alone).
+  - A launch hands the task to the warm start that M(tfdist.cluster.training_files) left in O(dir) when it wrote the
+    task's files (its Python has imported TensorFlow meanwhile); the task's log, record and return code are those of
+    a cold start. O(state=stopped) and O(state=absent) end such a warm start.
   - The configuration is a SHA-256 of O(command), O(env), O(chdir), the stop-when-gone settings and
     the contents of O(env_file), O(env_from_files) and O(watch_files), unless O(config_hash) is given.
     It is kept in O(dir)/config.sha256.
@@ -356,6 +359,8 @@ def check_params(p):
 
 
 def ensure_stopped(p, status, result, check_mode):
+    if not check_mode:
+        _supervisor.stop_warm(p["dir"])  # a warm start waiting for a launch that will not come (no task state)
     if status["running"]:
         result.update(changed=True, stopped=True)
         if not check_mode:

@@ -1,6 +1,8 @@
 """tfdist.cluster.training_files: every task folder of a host in one call, idempotent, with the right TF_CONFIG."""
 
 import json
+import os
+import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -79,3 +81,25 @@ def test_the_training_program_comes_in_the_same_call(run, tmp_path):
     again = run(script="x = 1\n", package_dest=str(lib))
     assert again["changed"] is True and again["written"] == [] and again["package_removed"] == ["train/old_module.py"]
     assert run(script="x = 1\n", package_dest=str(lib))["changed"] is False
+
+
+def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_starts_none(run, tmp_path):
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+
+    job = tmp_path / "job"
+    folders = [str(job / "tasks" / task["name"]) for task in TASKS]
+    options = dict(script="x = 1\n", warm_python=sys.executable, warm_modules=["json"])
+    try:
+        first = run(**options)
+        assert sorted(first["warm"]) == ["ps-0", "worker-0", "worker-1"]
+        records = [_supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE)) for folder in folders]
+        assert all(record and record["python"] == sys.executable for record in records)
+        for folder in folders:
+            _supervisor.stop_warm(folder)
+
+        assert run(**options)["warm"] == []  # nothing changed: nothing starts
+        assert run(**dict(options, scripts={"worker-1": "x = 2\n"}))["warm"] == ["worker-1"]
+        assert run(check_mode=True, **dict(options, script="x = 3\n"))["warm"] == []
+    finally:
+        for folder in folders:
+            _supervisor.stop_warm(folder)

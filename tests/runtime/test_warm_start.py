@@ -1,0 +1,134 @@
+"""Warm starts of the supervisor (_supervisor.warm, then start): real processes, with a standard-library module standing
+in for TensorFlow. The task must look exactly like a cold start to whoever reads its folder: log, pid, return code."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from processes import alive, wait_until
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+
+# What the script prints: enough to tell that it ran as `python SCRIPT ARGS` would, and in which process.
+SCRIPT = """
+import os, sys
+print("report " + __import__("json").dumps({
+    "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "name": __name__,
+    "tf_config": os.environ.get("TF_CONFIG"), "color": os.environ.get("COLOR"),
+    "warm_module_loaded": "decimal" in sys.modules}))
+if len(sys.argv) > 2:
+    raise RuntimeError(sys.argv[2])
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.fixture
+def job(tmp_path):
+    """(task folder, script, TF_CONFIG file); whatever runs there is ended afterwards."""
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "tf_config.json").write_text('{"task": {"type": "chief", "index": 0}}\n')
+    task_dir = str(tmp_path / "tasks" / "chief-0")
+    yield task_dir, str(tmp_path / "train.py"), str(tmp_path / "tf_config.json")
+    _supervisor.stop_warm(task_dir)
+    _supervisor.stop(task_dir)
+
+
+def report(task_dir):
+    log = open(os.path.join(task_dir, "task.log")).read()
+    lines = [line for line in log.splitlines() if line.startswith("report ")]
+    assert len(lines) == 1, log
+    return json.loads(lines[0][len("report "):]), log
+
+
+def ended(task_dir):
+    assert wait_until(lambda: not _supervisor.task_status(task_dir)["running"], timeout=30)
+    return _supervisor.task_status(task_dir)
+
+
+def warm_ready(task_dir):
+    """Start a warm Python that imports `decimal` (not loaded by a bare interpreter) and wait until it has."""
+    warm = _supervisor.warm(task_dir, sys.executable, modules=["decimal"], env={"COLOR": "blue"})
+    assert os.path.isfile(os.path.join(task_dir, _supervisor.WARM_FILE))
+    return warm
+
+
+def test_a_warm_start_runs_the_script_in_the_python_that_imported_the_modules(job):
+    task_dir, script, tf_config = job
+    warm = warm_ready(task_dir)
+
+    started = _supervisor.start(task_dir, "job/chief-0", [sys.executable, script, "3"], env={"COLOR": "blue"},
+                                env_from_files={"TF_CONFIG": tf_config})
+
+    assert started["pid"] == warm["pid"]  # no second process: the warm one runs the task
+    status = ended(task_dir)
+    assert (status["returncode"], status["reason"], status["pid"]) == (3, "exited", warm["pid"])
+    seen, log = report(task_dir)
+    assert seen == {"argv": [script, "3"], "cwd": task_dir, "path0": os.path.dirname(script), "name": "__main__",
+                    "tf_config": '{"task": {"type": "chief", "index": 0}}', "color": "blue",
+                    "warm_module_loaded": True}
+    assert "warm start: decimal imported since" in log and "task ended: returncode 3 (exited)" in log
+    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_FILE))
+    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_SOCKET))
+
+
+def test_a_script_that_raises_fails_as_it_would_cold(job):
+    task_dir, script, tf_config = job
+    warm_ready(task_dir)
+    _supervisor.start(task_dir, "job/chief-0", [sys.executable, script, "0", "bad data"], env={"COLOR": "blue"},
+                      env_from_files={"TF_CONFIG": tf_config})
+    status = ended(task_dir)
+    assert (status["returncode"], status["reason"]) == (1, "exited")
+    assert "RuntimeError: bad data" in _supervisor.log_tail(task_dir)
+    assert _supervisor.failed(status)
+
+
+def test_another_environment_starts_the_task_cold_in_the_same_process(job):
+    task_dir, script, tf_config = job
+    warm = warm_ready(task_dir)
+    started = _supervisor.start(task_dir, "job/chief-0", [sys.executable, script, "0"], env={"COLOR": "red"},
+                                env_from_files={"TF_CONFIG": tf_config})
+    assert started["pid"] == warm["pid"]
+    status = ended(task_dir)
+    assert (status["returncode"], status["reason"]) == (0, "exited")
+    seen, log = report(task_dir)
+    assert seen["color"] == "red" and seen["warm_module_loaded"] is False and seen["argv"] == [script, "0"]
+    assert "the environment differs in COLOR: starting cold" in log
+
+
+def test_a_command_that_is_no_script_of_that_python_ends_the_warm_start(job):
+    task_dir, _script, _tf_config = job
+    warm = warm_ready(task_dir)
+    started = _supervisor.start(task_dir, "job/chief-0", ["sh", "-c", "echo cold; exit 4"])
+    assert started["pid"] != warm["pid"]
+    status = ended(task_dir)
+    assert (status["returncode"], status["reason"]) == (4, "exited")
+    assert "cold" in _supervisor.log_tail(task_dir)
+    assert wait_until(lambda: not alive(warm["pid"]) and not alive(warm["supervisor_pid"]))
+
+
+def test_a_warm_start_nobody_claims_ends_by_itself_and_stop_ends_one_at_once(job):
+    task_dir, _script, _tf_config = job
+    warm = _supervisor.warm(task_dir, sys.executable, modules=["decimal"], warm_for=1)
+    assert wait_until(lambda: not alive(warm["pid"]) and not alive(warm["supervisor_pid"]), timeout=15)
+    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_FILE))
+    assert _supervisor.task_status(task_dir)["reason"] == _supervisor.NOT_STARTED  # it never was the task
+
+    warm = warm_ready(task_dir)
+    assert _supervisor.stop_warm(task_dir) is True
+    assert not alive(warm["pid"]) and not alive(warm["supervisor_pid"])
+    assert _supervisor.stop_warm(task_dir) is False
+
+
+def test_a_warm_task_is_stopped_like_a_cold_one(job, tmp_path):
+    task_dir, _script, _tf_config = job
+    (tmp_path / "serve.py").write_text("import time\nprint('serving', flush=True)\ntime.sleep(300)\n")
+    warm = warm_ready(task_dir)
+    started = _supervisor.start(task_dir, "job/ps-0", [sys.executable, str(tmp_path / "serve.py")],
+                                env={"COLOR": "blue"})
+    assert started["pid"] == warm["pid"]
+    assert wait_until(lambda: "serving" in _supervisor.log_tail(task_dir))
+    stopped = _supervisor.stop(task_dir, timeout=10)
+    assert stopped["stopped"] is True and stopped["reason"] == _supervisor.STOPPED
+    assert not alive(started["pid"]) and not alive(started["supervisor_pid"])

@@ -89,6 +89,7 @@ import hashlib
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, lay_down
 
 
@@ -97,6 +98,7 @@ def main():
         argument_spec=dict(dest=dict(type="path", required=True)),
         supports_check_mode=True,
     )
+    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     try:
         root, files, written, removed = lay_down(module.params["dest"], module.check_mode)
     except OSError as e:

@@ -117,6 +117,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._storage import (
     FSSPEC_IMPORT_ERROR,
     HAS_FSSPEC,
@@ -144,6 +145,7 @@ def main():
         mutually_exclusive=[['src', 'dest']],
         supports_check_mode=True,
     )
+    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     if not HAS_FSSPEC:
         module.fail_json(msg=missing_required_lib('fsspec'), exception=FSSPEC_IMPORT_ERROR)
     p = module.params

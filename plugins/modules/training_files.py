@@ -146,7 +146,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm
@@ -203,6 +203,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     p = module.params
     for task in p["tasks"]:
         missing = [key for key in ("name", "type", "index") if key not in task]

@@ -146,7 +146,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
 
 # What this module reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
@@ -180,6 +180,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     p = module.params
     tasks = [task_state(t["name"], t["dir"], p["tail_lines"]) for t in p["tasks"]]
     status = result = age = None

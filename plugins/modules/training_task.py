@@ -267,7 +267,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
 
 HASH_FILE = "config.sha256"
 # The options that describe one task; with `tasks`, each entry sets them and the rest is shared.
@@ -461,6 +461,7 @@ def main():
         mutually_exclusive=[(option, "tasks") for option in TASK_OPTIONS] + [("config_hash", "tasks")],
         supports_check_mode=True,
     )
+    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     # One task's options: its own, over what the tasks of one call share.
     shared = dict((key, value) for key, value in module.params.items() if key != "tasks")
     each = module.params["tasks"] if module.params["tasks"] is not None else [{}]

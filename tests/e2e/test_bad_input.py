@@ -34,6 +34,8 @@ def assert_nothing_created(name):
         (["tf_chief=0", "tf_workers=1"], "tf_workers: the parameter_server strategy without a chief needs at least 2 workers"),
         (["tf_chief_name=boss"], "tf_chief_name: must be chief or master"),
         (["tf_spot=maybe"], "tf_spot: must be true or false"),
+        (["tf_idle_minutes=abc"], "tf_idle_minutes: must be a number of minutes >= 0 (0 turns the idle guard off)"),
+        (["tf_idle_minutes=-5"], "tf_idle_minutes: must be a number of minutes >= 0"),
         (["tf_spot=true"], "tf_spot: cloud=local has no spot capacity"),
         (["cloud=openstack", "tf_spot=true"],
          "tf_spot: cloud=openstack has no spot capacity (libcloud's openstack driver cannot ask for spot"),

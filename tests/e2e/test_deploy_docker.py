@@ -1,5 +1,6 @@
 """cloud=docker: separate hosts (containers) over SSH, faults, and a destroy that leaves nothing."""
 
+import calendar
 import json
 import os
 import stat
@@ -141,3 +142,44 @@ def test_classic_cluster_without_a_chief_on_docker_nodes(engine, docker_cluster)
     for container in containers:
         listing = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"]).output.decode()
         assert "train.py" not in listing, container.name
+
+
+def finished_at(container):
+    """When the container stopped, in seconds since the epoch (Docker gives nanoseconds, in UTC)."""
+    stamp = container.attrs["State"]["FinishedAt"]
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (fraction or "0"))
+
+
+def test_idle_guard_powers_the_nodes_off_once_the_controller_is_gone(engine, docker_cluster):
+    name = docker_cluster
+    idle_seconds = 30  # tf_idle_minutes=0.5
+    result = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=200",
+                          "tf_idle_minutes=0.5")
+    ended = time.time()
+    assert result.returncode == 0, tail(result)
+    # The guard let the job train and be collected: every node was up at the end.
+    containers = cluster_containers(engine, name)
+    assert len(containers) == 4 and all(c.status == "running" for c in containers), [c.status for c in containers]
+
+    # Nobody calls the nodes any more: each powers itself off, on its own, within the timeout and a few checks.
+    def stopped():
+        return all(c.status == "exited" for c in cluster_containers(engine, name))
+
+    deadline = ended + idle_seconds + 60
+    while not stopped() and time.time() < deadline:
+        time.sleep(1)
+    containers = cluster_containers(engine, name)
+    assert stopped(), [(c.name, c.status) for c in containers]
+    for container in containers:
+        after = finished_at(container) - ended
+        print(f"{container.name}: stopped {after:.1f} s after the deploy ended")
+        assert idle_seconds - 15 <= after <= idle_seconds + 15, (container.name, after)
+        log = container.logs().decode(errors="replace")
+        assert "tfdist idle guard: powering off: no TF task runs in" in log, log[-2000:]
+
+    # Destroy still removes everything of the cluster.
+    gone = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}")
+    assert gone.returncode == 0, tail(gone)
+    assert cluster_containers(engine, name) == []
+    assert engine.networks.list(names=[f"tfdist-{name}"]) == []

@@ -1,0 +1,178 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: idle_guard
+short_description: Power a cloud node off when its job is not running and the controller has gone quiet
+description:
+  - Runs the tfdist idle guard on the managed host, a small background process (under the tfdist supervisor, see
+    M(tfdist.cluster.training_task)) that powers the host off once no TF task of the job runs there and the
+    controller has not been heard from for O(idle_minutes). It keeps a lost controller (an interrupted playbook,
+    a closed laptop) from leaving cloud nodes running; on EC2, tfdist creates nodes that terminate when they shut
+    themselves down.
+  - The controller is heard from at every call of a tfdist module on the host (M(tfdist.cluster.training_status),
+    which the watch calls every second, M(tfdist.cluster.training_task), M(tfdist.cluster.training_files),
+    M(tfdist.cluster.node_package), M(tfdist.cluster.storage), and this module); Ansible's own modules do not count.
+  - The timeout counts from the latest of the last call of such a module, the guard's start and the last moment a TF
+    task ran, so a job that ends while nobody watches leaves the controller O(idle_minutes) to collect its results.
+  - A TF task is a folder C(chief-N), C(worker-N), C(ps-N) or C(evaluator-N) of O(tasks_dir) whose supervisor says
+    it runs; TensorBoard and HDFS daemons do not keep the host up.
+  - Powering off is C(systemctl poweroff) where systemd runs, the end of PID 1 in a container without it (which
+    stops the container), C(shutdown -h now) elsewhere, through C(sudo -n) when not root. The reason is written to
+    the guard's log, the kernel log (a VM's console output) and PID 1's output (a container's C(docker logs)).
+  - The guard lives in C(~/.tfdist/idle-guard) of the user Ansible connects as; it runs the node package
+    C(tfdist) (see M(tfdist.cluster.node_package)) laid down in its C(lib) folder.
+  - Never point it at a machine you work on. The deploy playbook does not run it on C(cloud=local).
+version_added: 0.5.0
+author: tfdist maintainers (@tfdist)
+options:
+  state:
+    description:
+      - V(started) makes sure the guard runs with these settings. A guard that runs already takes new settings
+        without a restart; it is restarted only when its code changed (another version of the collection).
+      - V(absent) stops the guard and removes its folder.
+    type: str
+    choices: [started, absent]
+    default: started
+  idle_minutes:
+    description:
+      - Minutes without a TF task running and without word from the controller before the host powers off;
+        fractions are allowed (V(0.5) is 30 seconds). Required with O(state=started), and greater than 0.
+    type: float
+  tasks_dir:
+    description:
+      - The folder of the job's task folders on the host, for example V(/var/lib/tfdist/demo/tasks) (the
+        C(tasks) folder of the training role's job folder). It need not exist yet.
+      - Required with O(state=started).
+    type: path
+  poweroff_command:
+    description:
+      - A command of your own to run instead of powering off (for example one that asks the cloud to delete the
+        node). The guard ends after it has run.
+    type: list
+    elements: str
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Says whether the guard would be started, restarted, given new settings or removed, and changes nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+notes:
+  - Only POSIX hosts with Python 3.7 or later; the guard uses the interpreter that runs this module.
+"""
+
+EXAMPLES = r"""
+- name: Power the node off after 30 minutes without a job and without the controller
+  tfdist.cluster.idle_guard:
+    idle_minutes: 30
+    tasks_dir: /var/lib/tfdist/demo/tasks
+
+- name: Turn the guard off
+  tfdist.cluster.idle_guard:
+    state: absent
+"""
+
+RETURN = r"""
+dir:
+  description: The guard's folder on the host (its log is C(task.log) there).
+  returned: always
+  type: str
+  sample: /root/.tfdist/idle-guard
+running:
+  description: Whether the guard runs after this call (in check mode, whether it would).
+  returned: always
+  type: bool
+pid:
+  description: Pid of the guard process, null when it does not run.
+  returned: always
+  type: int
+started:
+  description: Whether this call started (or restarted) the guard.
+  returned: always
+  type: bool
+settings:
+  description: The guard's settings after this call (C(idle_seconds), C(tasks_dir), C(poweroff_command)).
+  returned: when O(state=started)
+  type: dict
+"""
+
+import os
+import shutil
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, lay_down
+
+
+def ensure_started(p, folder, check_mode):
+    settings = {"idle_seconds": round(p["idle_minutes"] * 60, 3), "tasks_dir": p["tasks_dir"],
+                "poweroff_command": p["poweroff_command"] or None}
+    status = _supervisor.task_status(folder) if os.path.isdir(folder) else {"running": False, "pid": None}
+    lib = os.path.join(folder, "lib")
+    new_settings = _supervisor.read_json(os.path.join(folder, _idle_guard.SETTINGS)) != settings
+    if not check_mode:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _idle_guard.heartbeat(folder)
+    written = lay_down(lib, check_mode)[2]
+    # New code (another version of the collection) needs a new process; new settings are read by the running one.
+    start = not status["running"] or bool(written)
+    result = dict(changed=new_settings or start, dir=folder, started=start, running=True, settings=settings,
+                  pid=None if start else status["pid"])
+    if check_mode:
+        return result
+    if new_settings:
+        _supervisor.write_json(os.path.join(folder, _idle_guard.SETTINGS), settings)
+    if start:
+        if status["running"]:
+            _supervisor.stop(folder)
+        launched = _supervisor.start(folder, _idle_guard.NAME,
+                                     [sys.executable, "-m", "%s._idle_guard" % PACKAGE_NAME, "--dir", folder],
+                                     chdir=lib)
+        result["pid"] = launched["pid"]
+    return result
+
+
+def ensure_absent(folder, check_mode):
+    exists = os.path.isdir(folder)
+    if exists and not check_mode:
+        _supervisor.stop(folder)
+        shutil.rmtree(folder)
+    return dict(changed=exists, dir=folder, started=False, running=False, pid=None)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", default="started", choices=["started", "absent"]),
+            idle_minutes=dict(type="float"),
+            tasks_dir=dict(type="path"),
+            poweroff_command=dict(type="list", elements="str"),
+        ),
+        required_if=[("state", "started", ("idle_minutes", "tasks_dir"))],
+        supports_check_mode=True,
+    )
+    p = module.params
+    folder = _idle_guard.guard_dir()
+    if p["state"] == "absent":
+        module.exit_json(**ensure_absent(folder, module.check_mode))
+    if p["idle_minutes"] <= 0:
+        module.fail_json(msg="idle_minutes: must be greater than 0 (use state=absent to turn the guard off), got %s"
+                         % p["idle_minutes"])
+    try:
+        result = ensure_started(p, folder, module.check_mode)
+    except (OSError, _supervisor.SupervisorError) as e:
+        module.fail_json(msg="the idle guard cannot start in %s: %s" % (folder, e))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

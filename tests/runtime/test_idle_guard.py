@@ -1,0 +1,117 @@
+"""The idle guard as a real background process (started as the idle_guard module starts it), with a power-off
+command of its own that leaves a mark instead of halting this machine."""
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
+from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
+from processes import alive, wait_until
+
+IDLE_SECONDS = 2.0
+
+
+@pytest.fixture
+def guard(tmp_path):
+    """(start(idle_seconds) -> result, folder, tasks_dir, mark): the guard in a folder of its own; stopped afterwards."""
+    folder = str(tmp_path / "guard")
+    tasks_dir = str(tmp_path / "job" / "tasks")
+    mark = str(tmp_path / "powered-off")
+    command = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(time.time()))", mark]
+
+    def start(idle_seconds=IDLE_SECONDS, check_mode=False):
+        params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command}
+        return idle_guard.ensure_started(params, folder, check_mode)
+
+    yield start, folder, tasks_dir, mark
+    if os.path.isdir(folder):
+        _supervisor.stop(folder)
+    for name in os.listdir(tasks_dir) if os.path.isdir(tasks_dir) else []:
+        _supervisor.stop(os.path.join(tasks_dir, name))
+
+
+def powered_off_at(mark):
+    with open(mark) as handle:
+        return float(handle.read())
+
+
+def log_of(folder):
+    with open(os.path.join(folder, "task.log")) as handle:
+        return handle.read()
+
+
+def run_task(tasks_dir, name):
+    _supervisor.start(os.path.join(tasks_dir, name), name, ["sleep", "120"])
+
+
+def test_an_idle_node_with_a_silent_controller_powers_off_after_the_timeout(guard):
+    start, folder, _, mark = guard
+    began = time.time()
+    result = start()
+    assert result["changed"] and result["started"] and alive(result["pid"])
+    assert wait_until(lambda: os.path.exists(mark), timeout=15), log_of(folder)
+    waited = powered_off_at(mark) - began
+    assert IDLE_SECONDS <= waited <= IDLE_SECONDS + 3, waited
+    log = log_of(folder)
+    assert "powering off: no TF task runs in" in log and "the timeout, tf_idle_minutes, is 2s" in log, log
+    # Its job done, the guard ends (a real power-off ends everything anyway).
+    assert wait_until(lambda: not alive(result["pid"]), timeout=10)
+
+
+def test_a_running_tf_task_keeps_the_node_up_and_its_end_starts_the_clock(guard):
+    start, folder, tasks_dir, mark = guard
+    run_task(tasks_dir, "worker-0")
+    run_task(tasks_dir, "tensorboard")  # not a TF task: it does not keep a node up
+    start()
+    time.sleep(IDLE_SECONDS * 2.5)
+    assert not os.path.exists(mark), log_of(folder)
+    assert "TF tasks running: worker-0" in log_of(folder)
+
+    _supervisor.stop(os.path.join(tasks_dir, "worker-0"))
+    ended = time.time()
+    assert wait_until(lambda: os.path.exists(mark), timeout=15), log_of(folder)
+    assert IDLE_SECONDS - 0.5 <= powered_off_at(mark) - ended <= IDLE_SECONDS + 3
+
+
+def test_heartbeats_keep_the_node_up(guard):
+    start, folder, _, mark = guard
+    start()
+    until = time.time() + IDLE_SECONDS * 2.5
+    while time.time() < until:
+        _idle_guard.heartbeat(folder)  # what every tfdist module does on the node
+        time.sleep(0.3)
+    assert not os.path.exists(mark), log_of(folder)
+    last = time.time()
+    assert wait_until(lambda: os.path.exists(mark), timeout=15)
+    assert powered_off_at(mark) - last >= IDLE_SECONDS - 0.5
+
+
+def test_a_second_call_changes_nothing_and_new_settings_need_no_restart(guard):
+    start, folder, _, mark = guard
+    first = start(idle_seconds=20)
+    assert first["changed"] and first["started"]
+    again = start(idle_seconds=20)
+    assert not again["changed"] and not again["started"] and again["pid"] == first["pid"]
+    # Check mode says what would change, and changes nothing.
+    planned = start(idle_seconds=1, check_mode=True)
+    assert planned["changed"] and not planned["started"]
+    with open(os.path.join(folder, _idle_guard.SETTINGS)) as handle:
+        assert json.load(handle)["idle_seconds"] == 20
+    # A shorter timeout is taken up by the running guard, which then powers off.
+    shorter = start(idle_seconds=1)
+    assert shorter["changed"] and not shorter["started"] and shorter["pid"] == first["pid"]
+    assert wait_until(lambda: os.path.exists(mark), timeout=10), log_of(folder)
+
+
+def test_absent_stops_the_guard_and_removes_its_folder(guard):
+    start, folder, _, mark = guard
+    pid = start(idle_seconds=600)["pid"]
+    gone = idle_guard.ensure_absent(folder, False)
+    assert gone["changed"] and not os.path.exists(folder) and not alive(pid)
+    assert not idle_guard.ensure_absent(folder, False)["changed"]
+    _idle_guard.heartbeat(folder)  # no guard, no heartbeat file
+    assert not os.path.exists(folder) and not os.path.exists(mark)

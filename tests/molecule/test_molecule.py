@@ -34,6 +34,7 @@ TAIL_LINES = 150
 # (role, scenario), cheapest first. Every scenario names its own containers and network
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
+    ("provision", "default"),  # the docker cloud's nodes of a cluster, created from the controller
     ("cuda", "default"),
     ("cuda", "forced"),
     ("cuda", "mirror"),

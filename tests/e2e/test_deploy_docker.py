@@ -147,8 +147,8 @@ def test_classic_cluster_without_a_chief_on_docker_nodes(engine, docker_cluster)
 def finished_at(container):
     """When the container stopped, in seconds since the epoch (Docker gives nanoseconds, in UTC)."""
     stamp = container.attrs["State"]["FinishedAt"]
-    whole, _, fraction = stamp.rstrip("Z").partition(".")
-    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (fraction or "0"))
+    whole, fraction = (stamp.rstrip("Z").split(".") + ["0"])[:2]
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + fraction)
 
 
 def test_idle_guard_powers_the_nodes_off_once_the_controller_is_gone(engine, docker_cluster):

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,8 @@ IDLE_SECONDS = 2.0
 
 @pytest.fixture
 def guard(tmp_path):
-    """(start(idle_seconds) -> result, folder, tasks_dir, mark): the guard in a folder of its own; stopped afterwards."""
+    """start(idle_seconds) -> the module's result, folder, tasks_dir, mark (the power-off's file): the guard in a folder
+    of its own, stopped afterwards."""
     folder = str(tmp_path / "guard")
     tasks_dir = str(tmp_path / "job" / "tasks")
     mark = str(tmp_path / "powered-off")
@@ -27,7 +29,7 @@ def guard(tmp_path):
         params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command}
         return idle_guard.ensure_started(params, folder, check_mode)
 
-    yield start, folder, tasks_dir, mark
+    yield SimpleNamespace(start=start, folder=folder, tasks_dir=tasks_dir, mark=mark)
     if os.path.isdir(folder):
         _supervisor.stop(folder)
     for name in os.listdir(tasks_dir) if os.path.isdir(tasks_dir) else []:
@@ -49,69 +51,64 @@ def run_task(tasks_dir, name):
 
 
 def test_an_idle_node_with_a_silent_controller_powers_off_after_the_timeout(guard):
-    start, folder, _, mark = guard
     began = time.time()
-    result = start()
+    result = guard.start()
     assert result["changed"] and result["started"] and alive(result["pid"])
-    assert wait_until(lambda: os.path.exists(mark), timeout=15), log_of(folder)
-    waited = powered_off_at(mark) - began
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=15), log_of(guard.folder)
+    waited = powered_off_at(guard.mark) - began
     assert IDLE_SECONDS <= waited <= IDLE_SECONDS + 3, waited
-    log = log_of(folder)
+    log = log_of(guard.folder)
     assert "powering off: no TF task runs in" in log and "the timeout, tf_idle_minutes, is 2s" in log, log
     # Its job done, the guard ends (a real power-off ends everything anyway).
     assert wait_until(lambda: not alive(result["pid"]), timeout=10)
 
 
 def test_a_running_tf_task_keeps_the_node_up_and_its_end_starts_the_clock(guard):
-    start, folder, tasks_dir, mark = guard
-    run_task(tasks_dir, "worker-0")
-    run_task(tasks_dir, "tensorboard")  # not a TF task: it does not keep a node up
-    start()
+    run_task(guard.tasks_dir, "worker-0")
+    run_task(guard.tasks_dir, "tensorboard")  # not a TF task: it does not keep a node up
+    guard.start()
     time.sleep(IDLE_SECONDS * 2.5)
-    assert not os.path.exists(mark), log_of(folder)
-    assert "TF tasks running: worker-0" in log_of(folder)
+    assert not os.path.exists(guard.mark), log_of(guard.folder)
+    assert "TF tasks running: worker-0" in log_of(guard.folder)
 
-    _supervisor.stop(os.path.join(tasks_dir, "worker-0"))
+    _supervisor.stop(os.path.join(guard.tasks_dir, "worker-0"))
     ended = time.time()
-    assert wait_until(lambda: os.path.exists(mark), timeout=15), log_of(folder)
-    assert IDLE_SECONDS - 0.5 <= powered_off_at(mark) - ended <= IDLE_SECONDS + 3
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=15), log_of(guard.folder)
+    assert IDLE_SECONDS - 0.5 <= powered_off_at(guard.mark) - ended <= IDLE_SECONDS + 3
 
 
 def test_heartbeats_keep_the_node_up(guard):
-    start, folder, _, mark = guard
-    start()
+    guard.start()
     until = time.time() + IDLE_SECONDS * 2.5
     while time.time() < until:
-        _idle_guard.heartbeat(folder)  # what every tfdist module does on the node
+        _idle_guard.heartbeat(guard.folder)  # what every tfdist module does on the node
         time.sleep(0.3)
-    assert not os.path.exists(mark), log_of(folder)
+    assert not os.path.exists(guard.mark), log_of(guard.folder)
     last = time.time()
-    assert wait_until(lambda: os.path.exists(mark), timeout=15)
-    assert powered_off_at(mark) - last >= IDLE_SECONDS - 0.5
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=15)
+    assert powered_off_at(guard.mark) - last >= IDLE_SECONDS - 0.5
 
 
 def test_a_second_call_changes_nothing_and_new_settings_need_no_restart(guard):
-    start, folder, _, mark = guard
-    first = start(idle_seconds=20)
+    first = guard.start(idle_seconds=20)
     assert first["changed"] and first["started"]
-    again = start(idle_seconds=20)
+    again = guard.start(idle_seconds=20)
     assert not again["changed"] and not again["started"] and again["pid"] == first["pid"]
     # Check mode says what would change, and changes nothing.
-    planned = start(idle_seconds=1, check_mode=True)
+    planned = guard.start(idle_seconds=1, check_mode=True)
     assert planned["changed"] and not planned["started"]
-    with open(os.path.join(folder, _idle_guard.SETTINGS)) as handle:
+    with open(os.path.join(guard.folder, _idle_guard.SETTINGS)) as handle:
         assert json.load(handle)["idle_seconds"] == 20
     # A shorter timeout is taken up by the running guard, which then powers off.
-    shorter = start(idle_seconds=1)
+    shorter = guard.start(idle_seconds=1)
     assert shorter["changed"] and not shorter["started"] and shorter["pid"] == first["pid"]
-    assert wait_until(lambda: os.path.exists(mark), timeout=10), log_of(folder)
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=10), log_of(guard.folder)
 
 
 def test_absent_stops_the_guard_and_removes_its_folder(guard):
-    start, folder, _, mark = guard
-    pid = start(idle_seconds=600)["pid"]
-    gone = idle_guard.ensure_absent(folder, False)
-    assert gone["changed"] and not os.path.exists(folder) and not alive(pid)
-    assert not idle_guard.ensure_absent(folder, False)["changed"]
-    _idle_guard.heartbeat(folder)  # no guard, no heartbeat file
-    assert not os.path.exists(folder) and not os.path.exists(mark)
+    pid = guard.start(idle_seconds=600)["pid"]
+    gone = idle_guard.ensure_absent(guard.folder, False)
+    assert gone["changed"] and not os.path.exists(guard.folder) and not alive(pid)
+    assert not idle_guard.ensure_absent(guard.folder, False)["changed"]
+    _idle_guard.heartbeat(guard.folder)  # no guard, no heartbeat file
+    assert not os.path.exists(guard.folder) and not os.path.exists(guard.mark)

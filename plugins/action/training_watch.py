@@ -9,6 +9,7 @@ progress while it runs; an action plugin can print between polls.
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
@@ -33,6 +34,7 @@ ARGUMENT_SPEC = {
     "worker_loss": {"type": "str", "default": "fail", "choices": ["fail", "tolerate"]},
     "strategy": {"type": "str", "default": "parameter_server"},
     "connection_retries": {"type": "int", "default": 3},
+    "stop_file": {"type": "path", "default": ""},
 }
 
 
@@ -50,11 +52,44 @@ def format_progress(status):
     return " | ".join(parts)
 
 
-def describe_failure(task, host):
+def stopped_elsewhere(stop_file, host):
+    """The host whose watch failed first and wrote the job's stop file, if not this one."""
+    try:
+        with open(stop_file) as handle:
+            failed_host = handle.read().strip()
+    except OSError:
+        return None
+    return failed_host if failed_host and failed_host != host else None
+
+
+def mark_stopped(stop_file, host):
+    """Tell the other hosts' watches to stop: the first failure wins."""
+    if not stop_file:
+        return
+    try:
+        os.makedirs(os.path.dirname(stop_file) or ".", exist_ok=True)
+        with open(stop_file, "x") as handle:
+            handle.write(host)
+    except OSError:
+        pass  # another watch failed first, or the folder is gone: either way the others stop
+
+
+def how_it_ended(task):
+    """Why a task of this host is no longer running: its exit code, or its supervisor's reason."""
     code = task.get("returncode")
     how = f"exited with code {code}" if code is not None else "died without an exit code"
     if task.get("reason"):
         how += f" ({task['reason']})"
+    return how
+
+
+def loss(task, why, node_gone=False):
+    """One lost TF task, as the deploy's restart policy records it."""
+    return {"task": task["name"], "host": task["host"], "why": why, "node_gone": node_gone}
+
+
+def describe_failure(task, host):
+    how = how_it_ended(task)
     tail = task.get("log_tail") or ""
     if isinstance(tail, list):
         tail = "\n".join(tail)
@@ -71,7 +106,18 @@ class ActionModule(ActionBase):
         if validation.error_messages:
             raise AnsibleActionFail("; ".join(validation.error_messages))
         args = validation.validated_parameters
+        try:
+            result.update(self.follow(args, task_vars))
+        except AnsibleConnectionFailure:
+            mark_stopped(args["stop_file"], args["host"])
+            raise
+        if result.get("failed") and not result.get("stopped_by"):
+            mark_stopped(args["stop_file"], args["host"])
+        return result
 
+    def follow(self, args, task_vars):
+        """Poll the host until its part of the job ends; the result of the watch."""
+        result = {}
         host = args["host"]
         local = [t for t in args["cluster_tasks"] if t["host"] == host]
         remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
@@ -97,6 +143,7 @@ class ActionModule(ActionBase):
         tolerate = args["worker_loss"] == "tolerate" and args["strategy"] == "parameter_server"
         only_workers = bool(local) and all(t["type"] == "worker" for t in local)
         lost, connection_errors = [], 0
+        status = {}
         while True:
             try:
                 probe = self._execute_module(
@@ -108,11 +155,18 @@ class ActionModule(ActionBase):
             except AnsibleConnectionFailure as error:
                 # One dropped connection is not a lost host: try a few polls more.
                 connection_errors += 1
-                if connection_errors < args["connection_retries"]:
+                # Once another host's watch has failed, one more try is not worth a connection timeout.
+                failed_elsewhere = args["stop_file"] and stopped_elsewhere(args["stop_file"], host)
+                if connection_errors < args["connection_retries"] and not failed_elsewhere:
                     time.sleep(args["poll_interval"])
                     continue
                 if not (tolerate and only_workers):
-                    raise
+                    # Not raised as unreachable: the host stays in the play, for the deploy to replace its node.
+                    result.update(failed=True, node_gone=True,
+                                  losses=[loss(t, "its node stopped answering", node_gone=True) for t in local],
+                                  msg=f"{host} stopped answering ({error}); its task(s) "
+                                      f"{', '.join(t['name'] for t in local) or 'none'} are lost.")
+                    return result
                 names = ", ".join(t["name"] for t in local)
                 display.warning(f"{host} is gone ({error}); its task(s) {names} are lost. "
                                 "Training goes on with the other workers (worker_loss=tolerate).")
@@ -121,6 +175,8 @@ class ActionModule(ActionBase):
             if probe.get("failed"):
                 result.update(failed=True, msg=f"could not read the job's state on {host}: {probe.get('msg')}")
                 return result
+            status = probe.get("status") or status
+            result["status"] = status
 
             failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
             for task in failed:
@@ -133,15 +189,25 @@ class ActionModule(ActionBase):
                 result.update(
                     failed=True,
                     failed_tasks=[t["name"] for t in failed],
+                    losses=[loss(dict(t, host=host), how_it_ended(t)) for t in failed],
                     msg="\n\n".join(describe_failure(t, host) for t in failed),
                 )
+                return result
+            # Another host's watch failed: the job is over, and this host's part of it is stopped too.
+            failed_host = stopped_elsewhere(args["stop_file"], host) if args["stop_file"] else None
+            if failed_host:
+                result.update(failed=True, stopped_by=failed_host, msg=f"the job failed on {failed_host}")
                 return result
 
             elapsed = time.monotonic() - started
             unreachable = set(probe.get("unreachable") or [])
             seen_up |= set(probe_names) - unreachable
-            status = probe.get("status") or {}
             trained = status.get("state") == "running" and status.get("first_step_at")
+            if watches_leader and trained and "resumed_from" not in result:
+                # The step this run started from, as its first trained status said.
+                result["resumed_from"] = status.get("initial_step") or 0
+                if result["resumed_from"]:
+                    display.display(f"[{host}] resumed from the checkpoint of step {result['resumed_from']}")
             if watches_leader and trained and status.get("step") != last_step:
                 now = time.monotonic()
                 if now - last_print >= args["progress_every"]:
@@ -184,6 +250,7 @@ class ActionModule(ActionBase):
                 result.update(
                     failed=True,
                     failed_tasks=[probe_names[a]["name"] for a in sorted(dead)],
+                    losses=[loss(probe_names[a], f"stopped answering on {a}") for a in sorted(dead)],
                     msg=f"TF task(s) {names} stopped answering while {leading['name']} leads the training. "
                         "Its host's own watch reports its log; see also the task logs under the job folder.",
                 )

@@ -47,6 +47,17 @@ options:
     type: list
     elements: str
     default: []
+  restarts:
+    description:
+      - The restarts of deploy.yml's restart policy (C(tf_restart=on_failure)), recorded in the summary as C(restarts).
+        Each has C(restart) (its number), C(at) (Unix time the loss was seen), C(losses) (each lost task with
+        C(task), C(host), C(why), C(node_gone)), C(step) (the leader's step then), C(replaced) (the nodes created
+        or started again), C(resumed_from) (the checkpoint's step the job went on from) and C(steps_lost).
+      - Without C(launched) in O(clock), those of the deploy that ran the job are kept.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.5.0
   leader_run:
     description:
       - Which run of the leader wrote these results (its supervisor's start time), recorded as C(leader_run). A re-run
@@ -182,6 +193,7 @@ def main():
             "cloud": {"type": "str", "required": True},
             "clock": {"type": "dict", "default": {}},
             "lost_tasks": {"type": "list", "elements": "str", "default": []},
+            "restarts": {"type": "list", "elements": "dict", "default": []},
             "required": {"type": "bool", "default": True},
             "source": {"type": "str", "default": ""},
             "leader_run": {"type": "str", "default": ""},
@@ -206,17 +218,19 @@ def main():
 
     summary_path = os.path.join(folder, "summary.json")
     clock = module.params["clock"]
-    seconds, lost_tasks = phase_seconds(clock, result), module.params["lost_tasks"]
+    seconds, lost_tasks, restarts = phase_seconds(clock, result), module.params["lost_tasks"], module.params["restarts"]
     if not clock.get("launched"):
         # Nothing launched by this deploy: the job's phases and losses are those of the deploy that ran it.
         previous = read_json(summary_path) or {}
         seconds, lost_tasks = previous.get("seconds", seconds), previous.get("lost_tasks", lost_tasks)
+        restarts = previous.get("restarts", restarts)
     summary = dict(result)
     summary.update(
         cluster=module.params["cluster"],
         cloud=module.params["cloud"],
         seconds=seconds,
         lost_tasks=lost_tasks,
+        restarts=restarts,
         missing=[f"{source}/{name}" for name in missing],
         leader_run=module.params["leader_run"],
     )

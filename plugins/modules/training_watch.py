@@ -15,6 +15,7 @@ description:
   - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
     the tail of its log; or when a task on another host stops answering while the chief trains.
   - Returns when the leader has finished successfully; on other hosts, when their tasks have ended cleanly.
+  - On the leader's host, a job that resumed from a checkpoint says from which step, once.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
@@ -76,6 +77,15 @@ options:
     description: Polls in a row that may fail to reach the host before it counts as gone.
     type: int
     default: 3
+  stop_file:
+    description:
+      - A file on the controller shared by the watches of one job (one per host). The first watch that fails
+        writes its host's name there, and the others fail at their next poll with RV(stopped_by), so that every
+        host stops its part of the job at once instead of waiting for tasks that train on without the lost one.
+      - Remove it before the watches start. Empty, the watches do not tell each other.
+    type: path
+    default: ""
+    version_added: 0.5.0
 attributes:
   check_mode:
     support: full
@@ -102,13 +112,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 status:
-  description: The chief's last progress record (step, loss, examples_per_sec, ...).
-  returned: on the chief's host
+  description: The leader's last progress record (step, loss, examples_per_sec, initial_step, ...), also when the watch fails.
+  returned: on the leader's host
   type: dict
 result:
   description: The chief's result record (steps, final_loss, accuracy, examples_per_sec, ...).
   returned: on the chief's host, when training succeeded
   type: dict
+resumed_from:
+  description: The step the watched run of the job started from (its checkpoint's; 0 for a fresh start), once it trained.
+  returned: on the leader's host
+  type: int
+  version_added: 0.5.0
 lost_tasks:
   description: Workers lost during training while O(worker_loss=tolerate).
   returned: success
@@ -119,6 +134,26 @@ failed_tasks:
   returned: failure
   type: list
   elements: str
+losses:
+  description:
+    - The TF tasks this watch found lost, each with C(task), C(host), C(why) (its exit code, or that it stopped
+      answering) and C(node_gone) (the whole host stopped answering). deploy.yml's restart policy replaces
+      and relaunches from these.
+    - Empty when the watch failed for another reason (a timeout, another host's failure).
+  returned: failure
+  type: list
+  elements: dict
+  version_added: 0.5.0
+node_gone:
+  description: This host stopped answering (after O(connection_retries) polls); reported as a failure, not as unreachable.
+  returned: failure
+  type: bool
+  version_added: 0.5.0
+stopped_by:
+  description: The host whose watch failed first, when this watch stopped because of it (see O(stop_file)).
+  returned: failure
+  type: str
+  version_added: 0.5.0
 elapsed:
   description: Seconds the watch took.
   returned: success

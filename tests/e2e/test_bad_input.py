@@ -36,6 +36,8 @@ def assert_nothing_created(name):
         (["tf_spot=maybe"], "tf_spot: must be true or false"),
         (["tf_idle_minutes=abc"], "tf_idle_minutes: must be a number of minutes >= 0 (0 turns the idle guard off)"),
         (["tf_idle_minutes=-5"], "tf_idle_minutes: must be a number of minutes >= 0"),
+        (["tf_restart=sometimes"], "tf_restart: must be never or on_failure"),
+        (["tf_max_restarts=-1"], "tf_max_restarts: must be a whole number >= 0"),
         (["tf_spot=true"], "tf_spot: cloud=local has no spot capacity"),
         (["cloud=openstack", "tf_spot=true"],
          "tf_spot: cloud=openstack has no spot capacity (libcloud's openstack driver cannot ask for spot"),

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
 from processes import free_port_block, tf_processes, wait_until
 
@@ -113,13 +114,6 @@ def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
     assert logs == ["ps-0.log", "worker-0.log", "worker-1.log"]
     assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 
 def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_name):

@@ -10,17 +10,11 @@ import time
 
 import numpy as np
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 from ansible_cli import REPO, start_playbook
 from docker_engine import cluster_containers
 from processes import free_port_block, tf_processes
 
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {}
 
 
 def summary_of(name):
@@ -65,7 +59,7 @@ def test_killed_worker_process_is_restarted_on_local(cluster_name):
     deploy = start_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                             "tf_train_steps=2500", "tf_restart=on_failure")
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
-    wait_until(deploy, lambda: (read_json(os.path.join(job_dir, "status.json")).get("step") or 0) >= 200, "step 200")
+    wait_until(deploy, lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 200, "step 200")
     with open(os.path.join(job_dir, "tasks", "worker-1", "task.pid")) as handle:
         os.kill(int(handle.read().split()[0]), signal.SIGKILL)
     out = finish(deploy)

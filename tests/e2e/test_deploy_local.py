@@ -115,7 +115,6 @@ def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
     assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
 
-
 def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_name):
     """Ctrl-C while the deploy watches, then the same deploy again: it watches that job to its end, launching nothing."""
     base = free_port_block(4)

@@ -16,7 +16,6 @@ from docker_engine import cluster_containers
 from processes import free_port_block, tf_processes
 
 
-
 def summary_of(name):
     return read_json(os.path.join(REPO, "artifacts", name, "summary.json"))
 

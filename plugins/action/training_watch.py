@@ -74,6 +74,15 @@ def mark_stopped(stop_file, host):
         pass  # another watch failed first, or the folder is gone: either way the others stop
 
 
+def this_run(status, leading_task):
+    """Whether the chief's status.json was written by the run the leading task is now (not left by the last run).
+
+    The chief writes its first status after its supervisor recorded the task's start, on the same host's clock.
+    """
+    started = (leading_task or {}).get("started_at")
+    return started is not None and (status.get("started_at") or 0) >= started
+
+
 def how_it_ended(task):
     """Why a task of this host is no longer running: its exit code, or its supervisor's reason."""
     code = task.get("returncode")
@@ -111,9 +120,39 @@ class ActionModule(ActionBase):
         except AnsibleConnectionFailure:
             mark_stopped(args["stop_file"], args["host"])
             raise
-        if result.get("failed") and not result.get("stopped_by"):
+        except Exception:
             mark_stopped(args["stop_file"], args["host"])
+            self.stop_tasks(args, task_vars)
+            raise
+        if result.get("failed"):
+            if not result.get("stopped_by"):
+                mark_stopped(args["stop_file"], args["host"])
+            if not result.get("node_gone"):
+                result["stopped_tasks"] = self.stop_tasks(args, task_vars)
         return result
+
+    def stop_tasks(self, args, task_vars):
+        """Stop this host's tasks as soon as its watch fails; the names of those that were still running.
+
+        Nothing may keep running (and paying) once nobody watches it, and a leader that trains on after a loss
+        can finish the job before the play moves on (another host's watch may wait for SSH timeouts).
+        """
+        local = [t for t in args["cluster_tasks"] if t["host"] == args["host"]]
+        if not local or self._task.check_mode:
+            return []
+        try:
+            stopped = self._execute_module(
+                module_name="tfdist.cluster.training_task",
+                module_args={"tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
+                             "state": "stopped"},
+                task_vars=task_vars,
+            )
+        except AnsibleConnectionFailure as error:
+            display.warning(f"{args['host']}: could not stop its tasks after the failure ({error})")
+            return []
+        if stopped.get("failed"):
+            display.warning(f"{args['host']}: could not stop its tasks after the failure: {stopped.get('msg')}")
+        return [t["name"] for t in stopped.get("tasks") or [] if t.get("stopped")]
 
     def follow(self, args, task_vars):
         """Poll the host until its part of the job ends; the result of the watch."""
@@ -203,9 +242,13 @@ class ActionModule(ActionBase):
             unreachable = set(probe.get("unreachable") or [])
             seen_up |= set(probe_names) - unreachable
             trained = status.get("state") == "running" and status.get("first_step_at")
-            if watches_leader and trained and "resumed_from" not in result:
-                # The step this run started from, as its first trained status said.
-                result["resumed_from"] = status.get("initial_step") or 0
+            tasks = {t["name"]: t for t in probe["tasks"]}
+            leading_task = tasks.get(leading["name"])
+            if watches_leader and "resumed_from" not in result and status.get("initial_step") is not None \
+                    and this_run(status, leading_task):
+                # The step this run started from. Read from any status of this run, "done" included: a job
+                # relaunched near its end can finish between two polls without a "running" one.
+                result["resumed_from"] = status["initial_step"]
                 if result["resumed_from"]:
                     display.display(f"[{host}] resumed from the checkpoint of step {result['resumed_from']}")
             if watches_leader and trained and status.get("step") != last_step:
@@ -214,8 +257,6 @@ class ActionModule(ActionBase):
                     display.display(f"[{host}] {format_progress(status)}")
                     last_step, last_print = status.get("step"), now
 
-            tasks = {t["name"]: t for t in probe["tasks"]}
-            leading_task = tasks.get(leading["name"])
             leader_done = leading_task is not None and not leading_task["running"] and leading_task.get("returncode") == 0
             if leader_done and leader_done_at is None:
                 leader_done_at = time.monotonic()

@@ -173,6 +173,8 @@ def tf_restart_line(restart):
         line += ' at step %s' % restart['step']
         if restart.get('target_steps'):
             line += '/%s' % restart['target_steps']
+    if restart.get('finished_already'):
+        line += '; the job had reached its last step by then, nothing was relaunched'
     return line
 
 

@@ -16,6 +16,8 @@ description:
     the tail of its log; or when a task on another host stops answering while the chief trains.
   - Returns when the leader has finished successfully; on other hosts, when their tasks have ended cleanly.
   - On the leader's host, a job that resumed from a checkpoint says from which step, once.
+  - When the watch fails (but not when its host is gone), it stops this host's tasks with
+    M(tfdist.cluster.training_task) before it returns, so that nothing trains on unwatched.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
@@ -89,12 +91,12 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Only reads the job's state.
+    details: Only reads the job's state; a failed watch stops nothing in check mode.
   diff_mode:
     support: none
   idempotent:
     support: full
-    details: Only reads the job's state.
+    details: A watch that succeeds only reads the job's state; a failed one stops this host's tasks.
   action:
     support: full
   platform:
@@ -129,6 +131,12 @@ lost_tasks:
   returned: success
   type: list
   elements: str
+stopped_tasks:
+  description: This host's tasks that the failed watch stopped (those still running then).
+  returned: failure
+  type: list
+  elements: str
+  version_added: 0.5.0
 failed_tasks:
   description: Names of the TF tasks that died.
   returned: failure

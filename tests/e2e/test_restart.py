@@ -102,7 +102,9 @@ def test_lost_ps_and_worker_nodes_are_replaced_and_the_job_resumes(engine, docke
     assert ("ps-0", True) in [(loss["task"], loss["node_gone"]) for loss in first["losses"]], first
     assert first["replaced"] == [f"{name}-ps-0"] and first["resumed_from"] > 0
     assert ("worker-1", True) in [(loss["task"], loss["node_gone"]) for loss in second["losses"]], second
-    assert second["replaced"] == [f"{name}-worker-1"] and second["resumed_from"] >= first["resumed_from"]
+    assert second["replaced"] == [f"{name}-worker-1"], second
+    # The last run's first step is what the last restart resumed from (also when it had few steps left).
+    assert second["resumed_from"] == summary["initial_step"] >= first["resumed_from"], summary["restarts"]
     # The same four nodes by name, worker-1 a new container, on the cluster's network only.
     containers = cluster_containers(engine, name)
     assert sorted(c.name for c in containers) == sorted(f"{name}-{t}" for t in ("chief-0", "worker-0", "worker-1", "ps-0"))

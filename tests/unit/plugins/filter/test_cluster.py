@@ -192,3 +192,5 @@ def test_restart_line_names_each_loss_and_the_step():
     restart = {"losses": [{"task": "ps-0", "host": "n-ps-0", "why": "its node stopped answering", "node_gone": True}],
                "step": 812, "target_steps": 4000}
     assert tf_restart_line(restart) == "lost ps-0 on n-ps-0 (its node stopped answering) at step 812/4000"
+    finished = dict(restart, finished_already=True)
+    assert tf_restart_line(finished).endswith("at step 812/4000; the job had reached its last step by then, nothing was relaunched")

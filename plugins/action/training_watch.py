@@ -172,6 +172,11 @@ class ActionModule(ActionBase):
             "tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
             "probe": sorted(probe_names),
             "tail_lines": args["tail_lines"],
+            # Each call looks every poll_interval and answers at once when a task starts or ends, or when a
+            # progress line is due: a failure is seen as soon as before, with a Python started on the host
+            # every few seconds instead of every poll (it took CPU from training on small hosts).
+            "wait": max(args["progress_every"], args["poll_interval"]),
+            "wait_interval": args["poll_interval"],
         }
 
         started = time.monotonic()
@@ -301,4 +306,5 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=f"training did not finish within timeout={args['timeout']:.0f}s "
                                                f"(last progress: {format_progress(status) if status else 'none'})")
                 return result
-            time.sleep(args["poll_interval"])
+            if (probe.get("waited") or 0) < args["poll_interval"]:
+                time.sleep(args["poll_interval"])  # it answered at once: tasks that ended linger, or it has news

@@ -45,6 +45,22 @@ options:
     description: Seconds to wait for each probed port.
     type: float
     default: 2.0
+  wait:
+    description:
+      - Seconds to keep looking before answering, every O(wait_interval) seconds, while every task of O(tasks) runs
+        and until something happens (a task starts or ends, a probed port stops or starts answering, the chief's run
+        starts, takes its first step, ends or leaves its result). With a task that is not running, it answers at once.
+      - A watch that calls this module with a few seconds of O(wait) learns of a failure within O(wait_interval) and
+        starts far fewer Python processes on the host than one that calls it every O(wait_interval).
+      - V(0) looks once.
+    type: float
+    default: 0
+    version_added: 0.5.0
+  wait_interval:
+    description: Seconds between two looks while O(wait) runs.
+    type: float
+    default: 1.0
+    version_added: 0.5.0
 extends_documentation_fragment:
   - tfdist.cluster.attributes
 attributes:
@@ -121,6 +137,11 @@ status:
     eta_seconds, started_at, first_step_at, updated_at, ...), null when absent.
   returned: always
   type: dict
+waited:
+  description: Seconds this call looked for a change before answering (see O(wait)).
+  returned: always
+  type: float
+  version_added: 0.5.0
 status_age:
   description: Seconds since status.json was last written (by the clock of this host), null when absent.
   returned: always
@@ -177,11 +198,28 @@ def main():
             tail_lines=dict(type="int", default=20),
             probe=dict(type="list", elements="str", default=[]),
             probe_timeout=dict(type="float", default=2.0),
+            wait=dict(type="float", default=0.0),
+            wait_interval=dict(type="float", default=1.0),
         ),
         supports_check_mode=True,
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     p = module.params
+    started = time.monotonic()
+    seen = look(p)
+    # Only a job whose tasks all run is waited on: an ended or failed task is news to answer with at once.
+    while all(t["running"] for t in seen["tasks"]) and time.monotonic() - started + p["wait_interval"] <= p["wait"]:
+        time.sleep(p["wait_interval"])
+        latest = look(p)
+        if moment(latest) != moment(seen):
+            seen = latest
+            break
+        seen = latest
+    module.exit_json(changed=False, waited=round(time.monotonic() - started, 1), **seen)
+
+
+def look(p):
+    """One look at the job: this host's tasks, the chief's files, the other hosts' ports."""
     tasks = [task_state(t["name"], t["dir"], p["tail_lines"]) for t in p["tasks"]]
     status = result = age = None
     if p["work_dir"]:
@@ -193,15 +231,26 @@ def main():
             except OSError:
                 pass
         result = _supervisor.read_json(os.path.join(p["work_dir"], "result.json"))
-    unreachable = [a for a in p["probe"] if not answers(a, p["probe_timeout"])]
-    module.exit_json(
-        changed=False,
+    return dict(
         tasks=tasks,
         status=status,
         status_age=age,
         result=result,
-        unreachable=unreachable,
+        unreachable=[a for a in p["probe"] if not answers(a, p["probe_timeout"])],
         failed_tasks=[t["name"] for t in tasks if _supervisor.failed(t)],
+    )
+
+
+def moment(seen):
+    """What a watch acts on in a look (not the step, which moves all the time): a change of it ends the wait."""
+    status = seen["status"] or {}
+    return (
+        [(t["name"], t["running"], t["supervisor_running"], t["pid"], t["returncode"]) for t in seen["tasks"]],
+        seen["unreachable"],
+        seen["result"] is not None,
+        status.get("state"),
+        status.get("started_at"),
+        status.get("first_step_at") is not None,
     )
 
 

@@ -9,7 +9,9 @@ DOCUMENTATION = r"""
 module: training_watch
 short_description: Follow a TF training job until it finishes, printing progress
 description:
-  - Polls the host with M(tfdist.cluster.training_status) every O(poll_interval) seconds.
+  - Looks at the host's tasks every O(poll_interval) seconds through M(tfdist.cluster.training_status), which waits on the
+    host between two progress lines and answers at once when a task starts, ends or stops answering. A failure is seen
+    within a poll, with one Python started on the host every O(progress_every) seconds rather than every poll.
   - On the host that runs the leader (the chief, or worker 0 of a cluster without one), prints a progress line (step, loss, examples/s, ETA) as
     training advances and checks that the TF tasks of the other hosts still answer on their ports.
   - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
@@ -38,7 +40,7 @@ options:
     type: str
     required: true
   poll_interval:
-    description: Seconds between polls.
+    description: Seconds between two looks at the host's tasks.
     type: float
     default: 2.0
   timeout:
@@ -48,7 +50,7 @@ options:
   progress_every:
     description: Least number of seconds between two progress lines.
     type: float
-    default: 5.0
+    default: 2.0
   startup_grace:
     description: Seconds a task on another host may take to answer for the first time.
     type: float

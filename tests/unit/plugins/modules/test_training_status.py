@@ -141,3 +141,32 @@ def test_probe_lists_the_ports_that_do_not_answer(probe):
 
     assert result["unreachable"] == [down]
     assert result["tasks"] == [] and result["failed_tasks"] == []
+
+
+def test_wait_answers_as_soon_as_a_task_ends(probe, job):
+    task = job("worker-0", "sh", "-c", "sleep 1; exit 4")
+
+    result = probe(tasks=[task], wait=30, wait_interval=0.2)
+
+    # Seen within a look of the exit, not at the end of the wait.
+    assert 0.5 < result["waited"] < 10
+    assert result["failed_tasks"] == ["worker-0"] and result["tasks"][0]["returncode"] == 4
+
+
+def test_wait_runs_its_course_while_the_job_only_trains(probe, job):
+    task = job("chief-0", "sleep", "60")
+    with open(os.path.join(job.work_dir, "status.json"), "w") as f:
+        json.dump({"state": "running", "step": 10, "first_step_at": 1.0, "started_at": 0.5}, f)
+
+    result = probe(tasks=[task], work_dir=job.work_dir, wait=1.5, wait_interval=0.3)
+
+    assert 1.2 <= result["waited"] <= 3 and result["tasks"][0]["running"] is True
+
+
+def test_wait_does_not_hold_back_a_task_that_has_already_ended(probe, job):
+    task = job("ps-0", "sh", "-c", "exit 0")
+    wait_for(probe, lambda r: not r["tasks"][0]["running"], tasks=[task])
+
+    result = probe(tasks=[task], wait=30, wait_interval=0.2)
+
+    assert result["waited"] < 1 and result["tasks"][0]["returncode"] == 0

@@ -63,7 +63,7 @@ destroy: setup
 
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites.
 test: setup lint sanity docs importer units sanity-oldest ee-context im-venv
-	$(BIN)/python -m pytest tests --ignore=tests/unit -ra
+	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -ra

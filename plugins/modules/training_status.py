@@ -211,10 +211,9 @@ def main():
     while all(t["running"] for t in seen["tasks"]) and time.monotonic() - started + p["wait_interval"] <= p["wait"]:
         time.sleep(p["wait_interval"])
         latest = look(p)
-        if moment(latest) != moment(seen):
-            seen = latest
+        news, seen = moment(latest) != moment(seen), latest
+        if news:
             break
-        seen = latest
     module.exit_json(changed=False, waited=round(time.monotonic() - started, 1), **seen)
 
 

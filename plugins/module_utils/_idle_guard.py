@@ -78,13 +78,20 @@ def last_heard(folder):
         return None
 
 
-def running_tasks(tasks_dir):
-    """Names of the TF tasks under tasks_dir that run now."""
+def tf_tasks(tasks_dir):
+    """(names of the TF tasks under tasks_dir that run now, the time the last ended one ended or None)."""
     try:
-        names = sorted(os.listdir(tasks_dir))
+        names = sorted(name for name in os.listdir(tasks_dir) if TF_TASK_RE.match(name))
     except OSError:
-        return []
-    return [name for name in names if TF_TASK_RE.match(name) and task_status(os.path.join(tasks_dir, name))["running"]]
+        return [], None
+    running, ended = [], []
+    for name in names:
+        status = task_status(os.path.join(tasks_dir, name))
+        if status["running"]:
+            running.append(name)
+        elif status["finished_at"] is not None:
+            ended.append(status["finished_at"])
+    return running, max(ended) if ended else None
 
 
 def idle_for(now, started, heard=None, busy=None):
@@ -174,10 +181,10 @@ def run(folder):
             log("no settings in %s: the guard ends" % folder)
             return 0
         idle_seconds = float(settings["idle_seconds"])
-        running = running_tasks(settings["tasks_dir"])
+        running, ended_at = tf_tasks(settings["tasks_dir"])
         now = time.time()
-        if running:
-            busy_at = now
+        # The clock starts when the last task ended (its supervisor's record), not at the check that saw it end.
+        busy_at = now if running else max(busy_at or 0.0, ended_at or 0.0)
         if bool(running) != was_busy:
             log("TF tasks running: %s" % (", ".join(running) if running else "none"))
             was_busy = bool(running)

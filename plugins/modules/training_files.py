@@ -67,6 +67,28 @@ options:
         call, as M(tfdist.cluster.node_package) does with its O(tfdist.cluster.node_package#module:dest).
     type: path
     version_added: 0.5.0
+  data_src:
+    description:
+      - A dataset on the controller to lay down as O(work_dir)/data/NAME (NAME its file name) in the same call, rewritten
+        only when its content differs. Read by the action on the controller; the module never sees it.
+      - Up to 4 MiB it travels with the call as O(data); a larger file is copied as M(ansible.builtin.copy) does, after
+        the call.
+    type: path
+    version_added: 0.5.0
+  data:
+    description:
+      - The dataset itself, as the action passes it from O(data_src). Never logged.
+    type: dict
+    suboptions:
+      name:
+        description: Its file name under O(work_dir)/data.
+        type: str
+        required: true
+      content:
+        description: Its content, base64-encoded.
+        type: str
+        required: true
+    version_added: 0.5.0
   warm_python:
     description:
       - The Python that will run the tasks (the tensorflow role's virtualenv). Each task whose files this call wrote,
@@ -91,7 +113,11 @@ options:
     version_added: 0.5.0
 extends_documentation_fragment:
   - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
 attributes:
+  action:
+    support: full
+    details: Reads O(data_src) on the controller.
   check_mode:
     support: full
     details: Reports the files that would be written, and changes nothing.
@@ -99,6 +125,9 @@ attributes:
     support: none
   idempotent:
     support: full
+  platform:
+    support: full
+    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -109,6 +138,7 @@ EXAMPLES = r"""
     tasks: "{{ hostvars | tfdist.cluster.tf_tasks | selectattr('host', 'equalto', inventory_hostname) }}"
     script: "{{ lookup('ansible.builtin.file', 'train.py') }}"
     cluster_spec: "{{ hostvars | tfdist.cluster.tf_tasks | tfdist.cluster.tf_cluster_spec }}"
+    data_src: files/mnist.npz  # lands in /var/lib/tfdist/mnist/data/mnist.npz
 """
 
 RETURN = r"""
@@ -141,6 +171,8 @@ warm:
   version_added: 0.5.0
 """
 
+import base64
+import binascii
 import json
 import os
 
@@ -181,7 +213,16 @@ def wanted_files(module):
         files[folder + _cluster.TASK_SCRIPT] = script
         files[folder + _cluster.TASK_TF_CONFIG] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
         files[folder + _cluster.TASK_ENV] = task_env(task, p)
-    return {os.path.relpath(path, p["work_dir"]): content.encode() for path, content in files.items()}
+    wanted = {os.path.relpath(path, p["work_dir"]): content.encode() for path, content in files.items()}
+    if p["data"]:
+        name = p["data"]["name"]
+        if name in ("", ".", "..") or "/" in name:
+            module.fail_json(msg="data: name must be a file name, got %r" % name)
+        try:
+            wanted["data/" + name] = base64.b64decode(p["data"]["content"], validate=True)
+        except (binascii.Error, ValueError) as error:
+            module.fail_json(msg="data: content is not base64: %s" % error)
+    return wanted
 
 
 def main():
@@ -197,6 +238,11 @@ def main():
             gpus=dict(type="int", default=0),
             folders=dict(type="list", elements="str", default=[]),
             package_dest=dict(type="path"),
+            data_src=dict(type="path"),
+            data=dict(type="dict", options=dict(
+                name=dict(type="str", required=True),
+                content=dict(type="str", required=True, no_log=True),
+            )),
             warm_python=dict(type="path"),
             warm_modules=dict(type="list", elements="str", default=["tensorflow"]),
             env=dict(type="dict", default={}, no_log=True),
@@ -205,6 +251,9 @@ def main():
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     p = module.params
+    if p["data_src"]:
+        module.fail_json(msg="data_src: read on the controller by the action tfdist.cluster.training_files, "
+                             "which did not run (call the module by that name)")
     for task in p["tasks"]:
         missing = [key for key in ("name", "type", "index") if key not in task]
         if missing:

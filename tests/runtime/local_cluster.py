@@ -6,8 +6,8 @@ What a node gets, made here the way the role makes it: the package tfdist (the t
 down by the tfdist.cluster.node_package module's own code, and each task's train.py rendered from
 roles/training/templates/train.py.j2 by Ansible's templating, with the role's defaults
 (roles/training/defaults/main.yml), its vars (vars/main.yml) and the variables its "Render the training
-script" task passes; a test only overrides role variables (training_steps...). dataset copied as the
-role's "Copy the dataset" task does. Every task is started through the supervisor
+script" task passes; a test only overrides role variables (training_steps...). The dataset is copied where the
+training_files action lays it down (its data_src). Every task is started through the supervisor
 (plugins/module_utils/_supervisor.py, as a command) with TF_CONFIG, the way a node runs them.
 Used by test_training_runtime.py and test_training_storage.py; also handy by hand:
 
@@ -134,7 +134,7 @@ def lay_down_package(lib_dir):
 
 
 def copy_dataset(variables):
-    """The role's "Copy the dataset" task: a built-in or local dataset goes into the job's data folder."""
+    """As the training_files action does with its data_src: a built-in or local dataset goes into the data folder."""
     source = template("{{ __training_data_source }}", variables)
     if source:
         target = template("{{ __training_node_data }}", variables)

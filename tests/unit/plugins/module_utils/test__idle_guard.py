@@ -25,10 +25,10 @@ def test_only_tf_tasks_keep_a_node_up():
     assert [n for n in names if _idle_guard.TF_TASK_RE.match(n)] == ["chief-0", "worker-12", "ps-1", "evaluator-0"]
 
 
-def test_running_tasks_of_a_missing_or_empty_folder_are_none(tmp_path):
-    assert _idle_guard.running_tasks(str(tmp_path / "missing")) == []
+def test_tf_tasks_of_a_missing_or_empty_folder_are_none(tmp_path):
+    assert _idle_guard.tf_tasks(str(tmp_path / "missing")) == ([], None)
     (tmp_path / "worker-0").mkdir()  # never started
-    assert _idle_guard.running_tasks(str(tmp_path)) == []
+    assert _idle_guard.tf_tasks(str(tmp_path)) == ([], None)
 
 
 def test_heartbeat_only_where_a_guard_is_set_up(tmp_path):

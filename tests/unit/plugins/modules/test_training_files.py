@@ -1,5 +1,6 @@
 """tfdist.cluster.training_files: every task folder of a host in one call, idempotent, with the right TF_CONFIG."""
 
+import base64
 import json
 import os
 import sys
@@ -103,3 +104,28 @@ def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_st
     finally:
         for folder in folders:
             _supervisor.stop_warm(folder)
+
+
+def test_the_dataset_comes_in_the_same_call_and_is_rewritten_only_when_it_differs(run, tmp_path):
+    data = bytes(range(256)) * 4  # binary, as an .npz is
+    encoded = {"name": "digits.npz", "content": base64.b64encode(data).decode()}
+    first = run(script="x = 1\n", data=encoded)
+    assert "data/digits.npz" in first["written"] and (tmp_path / "job" / "data" / "digits.npz").read_bytes() == data
+    assert run(script="x = 1\n", data=encoded)["written"] == []
+    newer = dict(encoded, content=base64.b64encode(data[::-1]).decode())
+    assert run(script="x = 1\n", data=newer)["written"] == ["data/digits.npz"]
+    assert (tmp_path / "job" / "data" / "digits.npz").read_bytes() == data[::-1]
+
+
+@pytest.mark.parametrize("data, field", [({"name": "../escape.npz", "content": "AAAA"}, "data: name"),
+                                         ({"name": "d.npz", "content": "not base64!"}, "data: content")])
+def test_a_bad_dataset_is_named_and_nothing_is_written(run, tmp_path, data, field):
+    result = run(script="x = 1\n", data=data)
+    assert result["failed"] and result["msg"].startswith(field), result
+    assert not (tmp_path / "job").exists() and not (tmp_path / "escape.npz").exists()
+
+
+def test_data_src_is_the_action_s_and_the_module_alone_says_so(run, tmp_path):
+    result = run(script="x = 1\n", data_src=str(tmp_path / "digits.npz"))
+    assert result["failed"] and result["msg"].startswith("data_src:") and "action" in result["msg"]
+    assert not (tmp_path / "job").exists()

@@ -1,0 +1,67 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Lay down a host's task files, and the dataset of the controller with them.
+
+The module runs on the host; a dataset (data_src) lives on the controller. Up to INLINE_LIMIT
+bytes it travels inside the module's arguments: one call instead of the two of a copy (a stat,
+then the transfer), the largest cost of a deploy before its first step after the TF import.
+A larger file goes as ansible.builtin.copy sends it, after the call.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+# A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
+INLINE_LIMIT = 4 * 1024 * 1024
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        data_src = args.pop("data_src", None)
+        large = None
+        if data_src:
+            size = self._data_size(data_src)
+            if size <= INLINE_LIMIT:
+                with open(data_src, "rb") as handle:
+                    content = base64.b64encode(handle.read()).decode("ascii")
+                args["data"] = {"name": os.path.basename(data_src), "content": content}
+            else:
+                large = data_src
+        result.update(self._execute_module(module_name="tfdist.cluster.training_files", module_args=args,
+                                           task_vars=task_vars))
+        if large and not result.get("failed"):
+            result["data_copy"] = self._copy(large, os.path.join(args["work_dir"], "data", os.path.basename(large)),
+                                             task_vars)
+            result["changed"] = result.get("changed") or result["data_copy"].get("changed", False)
+            if result["data_copy"].get("failed"):
+                result.update(failed=True, msg="data_src: copying %s failed: %s"
+                              % (large, result["data_copy"].get("msg")))
+        return result
+
+    @staticmethod
+    def _data_size(path):
+        try:
+            if os.path.isfile(path):
+                return os.path.getsize(path)
+        except OSError:
+            pass
+        raise AnsibleActionFail("data_src: %s does not exist on the controller (or is not a file)" % path)
+
+    def _copy(self, src, dest, task_vars):
+        """ansible.builtin.copy's own action, as the template action hands it its result."""
+        task = self._task.copy()
+        task.args = {"src": src, "dest": dest, "mode": "0644"}
+        copy_action = self._shared_loader_obj.action_loader.get(
+            "ansible.legacy.copy", task=task, connection=self._connection, play_context=self._play_context,
+            loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        return copy_action.run(task_vars=task_vars)

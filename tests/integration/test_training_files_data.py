@@ -59,7 +59,7 @@ def test_the_dataset_lands_once_byte_for_byte(tmp_path, size):
 
 
 def test_a_missing_dataset_is_named_and_nothing_is_laid_down(tmp_path):
-    result, _ = lay(tmp_path, tmp_path / "missing.npz")
+    result = lay(tmp_path, tmp_path / "missing.npz")[0]
     assert result.returncode != 0
     assert "data_src: %s does not exist on the controller" % (tmp_path / "missing.npz") in result.stdout, tail(result)
     assert not (tmp_path / "job").exists()

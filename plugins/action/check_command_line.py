@@ -1,0 +1,178 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""The rules of deploy's command line, in the order a user would fix them: one action on the controller.
+
+Some twenty assert tasks cost the controller a round each (about a tenth of a second apiece, most of them
+only to be skipped) before anything was created. Here they are plain functions: the first rule broken stops
+the play with the message that names its field, and nothing is created. The rules that need the cluster
+model or the storage policy call them (module_utils._cluster.count_error, the storage_plan's errors).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
+
+ARGUMENT_SPEC = {
+    "settings": {"type": "dict", "required": True},
+    "radl": {"type": "dict", "default": {}},
+    "radl_path": {"type": "str", "default": ""},
+    "storage": {"type": "dict", "required": True},
+    "script_path": {"type": "str", "default": ""},
+}
+
+# The settings the rules read, each passed by the task as the command line gave it.
+SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
+            "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
+            "tf_restart", "tf_idle_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
+            "tf_stage_data", "tf_data")
+STRATEGIES = ("parameter_server", "multi_worker_mirrored")
+BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+WHOLE_NUMBER = re.compile(r"^-?[0-9]+$")
+MINUTES = re.compile(r"^[0-9]*[.]?[0-9]+$")
+
+# What the command line may say against a RADL file: (field, the RADL's key, where the file says it).
+RADL_FIELDS = (
+    ("cloud", "cloud", "its image URLs"),
+    ("tf_chief", "chief", "its chief system"),
+    ("tf_workers", "workers", "deploy worker"),
+    ("tf_ps", "ps", "deploy ps"),
+    ("tf_evaluators", "evaluators", "deploy evaluator"),
+)
+
+
+def text(value):
+    """A value as Jinja's `string` filter shows it (what the command line and the messages say)."""
+    if isinstance(value, bool):
+        return str(value)
+    return "" if value is None else str(value)
+
+
+def radl_errors(s, radl, radl_path):
+    for field, key, where in RADL_FIELDS:
+        said = radl.get(key)
+        if said not in (None, "") and text(s[field]) != text(said):
+            yield ("%s=%s contradicts %s, which says %s (%s). Change the file, or leave %s off the command line."
+                   % (field, text(s[field]), radl_path, text(said), where, field))
+    if s["tf_strategy"] == "parameter_server" and not whole(radl.get("ps")):
+        yield ("radl: %s deploys no ps system, and tf_strategy=parameter_server needs one. "
+               "Add `deploy ps 1`, or use -e tf_strategy=multi_worker_mirrored." % radl_path)
+
+
+def whole(value):
+    """Jinja's `int` filter: the whole number, 0 when there is none."""
+    try:
+        return int(text(value))
+    except ValueError:
+        return 0
+
+
+def count_errors(s):
+    ps_job = s["tf_strategy"] == "parameter_server"
+    counts = (
+        ("tf_chief", 0, "1, or 0 for a classic cluster led by worker 0"),
+        ("tf_workers", 1 if ps_job else 0, "workers run the training steps"),
+        ("tf_ps", 1 if ps_job else 0, "parameter servers hold the variables"),
+        ("tf_evaluators", 0, "side-car evaluators"),
+        ("tf_train_steps", 1, "total training steps"),
+        ("tf_batch_size", 1, "examples per step"),
+        ("tf_port_base", 1024, "first TF port"),
+        ("tf_tensorboard_port", 1024, "TensorBoard's port on the chief"),
+        ("tf_max_restarts", 0, "restarts before tf_restart=on_failure gives up"),
+    )
+    for field, least, why in counts:
+        value = text(s[field])
+        if not WHOLE_NUMBER.match(value) or int(value) < least:
+            yield "%s: must be a whole number >= %d (%s), got '%s'" % (field, least, why, value)
+
+
+def choice_errors(s):
+    if s["tf_chief_name"] not in CHIEF_NAMES:
+        yield "tf_chief_name: must be chief or master (Estimator-era scripts), got '%s'" % text(s["tf_chief_name"])
+    if s["tf_strategy"] not in STRATEGIES:
+        yield "tf_strategy: must be parameter_server or multi_worker_mirrored, got '%s'" % text(s["tf_strategy"])
+    if text(s["tf_spot"]).lower() not in BOOLEANS:
+        yield ("tf_spot: must be true or false (spot or preemptible nodes where the cloud has them), got '%s'"
+               % text(s["tf_spot"]))
+    if s["tf_restart"] not in ("never", "on_failure"):
+        yield ("tf_restart: must be never or on_failure (replace what was lost and resume), got '%s'"
+               % text(s["tf_restart"]))
+    if not MINUTES.match(text(s["tf_idle_minutes"])):
+        yield ("tf_idle_minutes: must be a number of minutes >= 0 (0 turns the idle guard off), got '%s'"
+               % text(s["tf_idle_minutes"]))
+    if s["tf_worker_loss"] not in ("fail", "tolerate"):
+        yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
+    if s["tf_strategy"] != "parameter_server" and whole(s["tf_ps"]) != 0:
+        yield ("tf_ps: multi_worker_mirrored uses no parameter servers; leave tf_ps unset or set it to 0 (got %s)"
+               % text(s["tf_ps"]))
+
+
+def script_errors(s, script_path):
+    if not text(s["tf_script"]):
+        return
+    if not os.path.isfile(script_path):
+        yield "tf_script: %s does not exist on the controller (or is not a file)" % text(s["tf_script"])
+    if s["tf_script_interface"] not in ("tf_config", "flags"):
+        yield "tf_script_interface: must be tf_config or flags, got '%s'" % text(s["tf_script_interface"])
+
+
+def storage_errors(s, storage):
+    if s["tf_hdfs"] and (s["cloud"] == "local" or whole(s["tf_workers"]) <= 0):
+        yield "tf_hdfs: " + (
+            "cloud=local has no cluster nodes to run HDFS on; use cloud=docker or a cloud, or point tf_data "
+            "at an HDFS that runs elsewhere (hdfs://NAMENODE:PORT/PATH)" if s["cloud"] == "local"
+            else "the DataNodes run on the workers, and tf_workers is 0")
+    # What a storage setting means is the storage policy's (tfdist.cluster.storage_plan); here its verdict.
+    yield from storage.get("errors") or []
+    stage, data = storage.get("stage") or {}, storage.get("data") or {}
+    if stage.get("kind") == "local" and not os.path.exists(stage["path"]):
+        yield "tf_stage_data: %s does not exist on the controller" % text(s["tf_stage_data"])
+    if data.get("kind") == "local" and not os.path.exists(data["path"]):
+        yield "tf_data: %s does not exist on the controller" % text(s["tf_data"])
+
+
+def first_error(settings, storage, radl=None, radl_path="", script_path=""):
+    """The message of the first rule the command line breaks, '' when it breaks none."""
+    s = settings
+    checks = [radl_errors(s, radl, radl_path)] if radl_path else []
+    checks.append(count_errors(s))
+    for errors in checks:
+        for error in errors:
+            return error
+    # The counts are whole numbers from here on: the cluster model's rule for a cluster.
+    shape = count_error(s["tf_chief"], s["tf_workers"], s["tf_ps"], s["tf_evaluators"],
+                        s["tf_strategy"] if not text(s["tf_script"]) else "")
+    if shape:
+        return shape
+    for errors in (choice_errors(s), script_errors(s, script_path), storage_errors(s, storage)):
+        for error in errors:
+            return error
+    return ""
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _requires_connection = False  # it only reads the controller's own files
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        missing = sorted(set(SETTINGS) - set(args["settings"]))
+        if missing:
+            raise AnsibleActionFail("settings: missing %s" % ", ".join(missing))
+        error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"])
+        if error:
+            result.update(failed=True, msg=error)
+        else:
+            result.update(changed=False, msg="the command line is fine")
+        return result

@@ -1,0 +1,101 @@
+#!/usr/bin/python
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+# The work is done by the action plugin of the same name; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: check_command_line
+short_description: Check deploy's command line on the controller, naming the first bad field
+description:
+  - Applies every rule of the command line of the collection's playbooks (deploy, check, provision) in one action on
+    the controller, and fails with the message of the first rule broken, which starts with the field at fault.
+  - The rules, in this order. A RADL file (O(radl_path)) and the command line agree on the cloud and the counts, and a
+    C(parameter_server) job's RADL deploys a ps. The counts, steps, batch size, ports and restarts are whole numbers
+    large enough. The counts make a cluster (one chief or none, what the strategy needs). C(tf_chief_name),
+    C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values, and a
+    C(multi_worker_mirrored) job has no ps. A script of your own (C(tf_script)) is a file and its interface is
+    known. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
+    datasets to stage or read exist.
+  - Reads the controller's files only; changes nothing, and never touches a host.
+version_added: 0.5.0
+author: tfdist maintainers (@tfdist)
+extends_documentation_fragment:
+  - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
+options:
+  settings:
+    description:
+      - The command line's values, as the playbooks' variables hold them - C(cloud), C(tf_chief), C(tf_workers), C(tf_ps),
+        C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
+        C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes),
+        C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs) (a boolean), C(tf_stage_data), C(tf_data).
+    type: dict
+    required: true
+  radl:
+    description: The cluster shape of the RADL file (the C(tfdist.cluster.radl) lookup), empty without one.
+    type: dict
+    default: {}
+  radl_path:
+    description: The RADL file as the command line named it (C(radl)); empty without one.
+    type: str
+    default: ''
+  storage:
+    description: What the storage settings mean (the C(tfdist.cluster.storage_plan) filter).
+    type: dict
+    required: true
+  script_path:
+    description: The controller path of C(tf_script).
+    type: str
+    default: ''
+attributes:
+  check_mode:
+    support: full
+    details: Reads only.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+  action:
+    support: full
+  platform:
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Check the settings
+  tfdist.cluster.check_command_line:
+    settings:
+      cloud: local
+      tf_chief: 1
+      tf_workers: 2
+      tf_ps: 1
+      tf_evaluators: 0
+      tf_train_steps: 2000
+      tf_batch_size: 64
+      tf_port_base: 2222
+      tf_tensorboard_port: 6006
+      tf_max_restarts: 3
+      tf_chief_name: chief
+      tf_strategy: parameter_server
+      tf_spot: false
+      tf_restart: never
+      tf_idle_minutes: 30
+      tf_worker_loss: fail
+      tf_script: ''
+      tf_script_interface: tf_config
+      tf_hdfs: false
+      tf_stage_data: ''
+      tf_data: builtin:digits
+    storage: "{{ {'tf_data': 'builtin:digits'} | tfdist.cluster.storage_plan }}"
+"""
+
+RETURN = r"""
+msg:
+  description: The first rule broken, naming its field; on success, that the command line is fine.
+  returned: always
+  type: str
+  sample: "tf_workers: must be a whole number >= 1 (workers run the training steps), got '0'"
+"""

@@ -1,0 +1,84 @@
+"""The command line's rules (the check_command_line action): the first one broken, naming its field."""
+
+import pytest
+
+from ansible_collections.tfdist.cluster.plugins.action.check_command_line import SETTINGS, first_error
+from ansible_collections.tfdist.cluster.plugins.module_utils._storage import storage_plan
+
+# The playbooks' defaults, as the task passes them (strings where the command line gives strings).
+DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", "tf_evaluators": "0",
+            "tf_train_steps": "2000", "tf_batch_size": "64", "tf_port_base": "2222", "tf_tensorboard_port": "6006",
+            "tf_max_restarts": "3", "tf_chief_name": "chief", "tf_strategy": "parameter_server", "tf_spot": "False",
+            "tf_restart": "never", "tf_idle_minutes": "30", "tf_worker_loss": "fail", "tf_script": "",
+            "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits"}
+
+
+def error_of(radl=None, radl_path="", script_path="", **changes):
+    settings = dict(DEFAULTS, **changes)
+    storage = storage_plan(settings["tf_data"], settings["tf_stage_data"], "", "", settings["tf_hdfs"], "/tmp",
+                           "/tmp/cache", "")
+    return first_error(settings, storage, radl or {}, radl_path, script_path)
+
+
+def test_the_defaults_break_no_rule():
+    assert set(DEFAULTS) == set(SETTINGS)
+    assert error_of() == ""
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"tf_workers": "0"}, "tf_workers: must be a whole number >= 1 (workers run the training steps), got '0'"),
+    ({"tf_workers": "two"}, "tf_workers: must be a whole number >= 1"),
+    ({"tf_ps": "-1"}, "tf_ps: must be a whole number >= 1"),
+    ({"tf_port_base": "80"}, "tf_port_base: must be a whole number >= 1024 (first TF port), got '80'"),
+    ({"tf_train_steps": "1.5"}, "tf_train_steps: must be a whole number >= 1"),
+    ({"tf_chief": "2"}, "tf_chief: a cluster has one chief or none (then worker 0 leads it), got 2"),
+    ({"tf_chief": "0", "tf_workers": "1"}, "tf_workers: the parameter_server strategy without a chief needs at least 2"),
+    ({"tf_chief_name": "boss"}, "tf_chief_name: must be chief or master (Estimator-era scripts), got 'boss'"),
+    ({"tf_strategy": "magic"}, "tf_strategy: must be parameter_server or multi_worker_mirrored, got 'magic'"),
+    ({"tf_spot": "maybe"}, "tf_spot: must be true or false"),
+    ({"tf_restart": "sometimes"}, "tf_restart: must be never or on_failure"),
+    ({"tf_idle_minutes": "-5"}, "tf_idle_minutes: must be a number of minutes >= 0"),
+    ({"tf_worker_loss": "ignore"}, "tf_worker_loss: must be fail or tolerate, got 'ignore'"),
+    ({"tf_strategy": "multi_worker_mirrored", "tf_ps": "2"}, "tf_ps: multi_worker_mirrored uses no parameter servers"),
+    ({"tf_hdfs": True}, "tf_hdfs: cloud=local has no cluster nodes to run HDFS on"),
+    ({"cloud": "docker", "tf_hdfs": True, "tf_strategy": "multi_worker_mirrored", "tf_ps": "0", "tf_workers": "0"},
+     "tf_hdfs: the DataNodes run on the workers, and tf_workers is 0"),
+    ({"tf_data": "/nonexistent/data.npz"}, "tf_data: /nonexistent/data.npz does not exist on the controller"),
+    ({"tf_data": "s3://bucket/data.npz", "tf_stage_data": "/nonexistent/d.npz"},
+     "tf_stage_data: /nonexistent/d.npz does not exist on the controller"),
+])
+def test_a_broken_rule_names_its_field(changes, message):
+    assert error_of(**changes).startswith(message)
+
+
+def test_the_counts_come_first_then_the_shape_then_the_choices():
+    # Two rules broken: the one a user fixes first is named (a bad count before a bad name).
+    assert error_of(tf_workers="x", tf_chief_name="boss").startswith("tf_workers:")
+    assert error_of(tf_chief="2", tf_strategy="magic").startswith("tf_chief:")
+    assert error_of(tf_strategy="magic", tf_worker_loss="x").startswith("tf_strategy:")
+
+
+def test_a_script_of_your_own_must_be_a_file_and_its_interface_known(tmp_path):
+    script = tmp_path / "train.py"
+    assert error_of(tf_script="train.py", script_path=str(script)).startswith(
+        "tf_script: train.py does not exist on the controller (or is not a file)")
+    script.write_text("print(1)\n")
+    assert error_of(tf_script="train.py", script_path=str(script)) == ""
+    assert error_of(tf_script="train.py", script_path=str(tmp_path)).startswith("tf_script:")  # a folder
+    assert error_of(tf_script="train.py", script_path=str(script), tf_script_interface="argv").startswith(
+        "tf_script_interface: must be tf_config or flags, got 'argv'")
+    # Your own script decides how it trains: the strategy's rule of the shape is not applied.
+    assert error_of(tf_chief="0", tf_workers="1").startswith("tf_workers: the parameter_server strategy")
+    assert error_of(tf_script="train.py", script_path=str(script), tf_chief="0", tf_workers="1") == ""
+
+
+def test_the_command_line_and_the_radl_file_agree():
+    radl = {"cloud": "docker", "chief": 1, "workers": 3, "ps": 1, "evaluators": None}
+    assert error_of(radl=radl, radl_path="radl/x.radl", cloud="docker", tf_workers="3") == ""
+    assert error_of(radl=radl, radl_path="radl/x.radl", cloud="docker", tf_workers="5") == (
+        "tf_workers=5 contradicts radl/x.radl, which says 3 (deploy worker). Change the file, or leave tf_workers "
+        "off the command line.")
+    assert error_of(radl=radl, radl_path="radl/x.radl").startswith("cloud=local contradicts radl/x.radl")
+    no_ps = {"cloud": "local", "chief": 1, "workers": 2, "ps": 0}
+    assert error_of(radl=no_ps, radl_path="radl/y.radl", tf_ps="0").startswith(
+        "radl: radl/y.radl deploys no ps system, and tf_strategy=parameter_server needs one.")

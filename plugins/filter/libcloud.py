@@ -7,11 +7,13 @@ Each filter is documented in plugins/filter/<name>.yml.
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
-
 
 def libcloud_spot_error(provider, field='spot', cloud=None):
     """'' when the provider's libcloud driver can ask for spot (preemptible) capacity, else the message."""
+    # Imported here: Jinja loads this file wherever a template names the filter, and every task runs in a worker
+    # process of its own; libcloud's import (a fifth of a second) is paid only where the filter runs.
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
+
     return _libcloud.spot_error(provider or '', field, cloud)
 
 

@@ -24,16 +24,21 @@ import os
 import posixpath
 import traceback
 import urllib.parse
-import urllib.request
 
-try:
-    import fsspec
-except ImportError:
-    HAS_FSSPEC = False
-    FSSPEC_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_FSSPEC = True
-    FSSPEC_IMPORT_ERROR = None
+
+def fsspec_import_error():
+    """None when fsspec imports, else why not (its traceback).
+
+    fsspec is imported on first use, not with this file: planning (storage_url, storage_plan) runs in every task
+    that templates the storage settings, each in a fresh worker process of the controller, and needs none of it
+    (its import cost a tenth of a second per task).
+    """
+    try:
+        import fsspec  # noqa: F401  pylint: disable=unused-import
+    except ImportError:
+        return traceback.format_exc()
+    return None
+
 
 # Folders and files read and written through fsspec.
 SCHEMES = ('file', 'hdfs', 'webhdfs', 's3')
@@ -200,9 +205,11 @@ def filesystem(url, field='url', options=None):
     if scheme not in SCHEMES:
         raise StorageError('%s: %r: unsupported URL scheme %r; use %s'
                            % (field, url, scheme, ', '.join('%s://' % s for s in SCHEMES)))
-    if not HAS_FSSPEC:
+    try:
+        import fsspec
+    except ImportError:
         raise StorageError('%s: %s: this URL needs the fsspec package (and s3fs for s3://); '
-                           'TensorFlow 2.21 itself reads no hdfs:// or s3://' % (field, url))
+                           'TensorFlow 2.21 itself reads no hdfs:// or s3://' % (field, url)) from None
     if scheme == 'file':
         return fsspec.filesystem('file'), urllib.parse.unquote(parsed.path) if parsed.scheme else url
     if not parsed.netloc:
@@ -325,7 +332,8 @@ def download(url, local, field, options=None):
     try:
         if urllib.parse.urlparse(url).scheme in ('http', 'https'):
             # Standard library only (this file runs on the nodes too), hence no ansible.module_utils.urls.
-            with urllib.request.build_opener().open(url, timeout=60) as response, open(part, 'wb') as handle:
+            from urllib.request import build_opener  # on first use, as fsspec (see fsspec_import_error)
+            with build_opener().open(url, timeout=60) as response, open(part, 'wb') as handle:
                 for chunk in iter(lambda: response.read(1 << 20), b''):
                     handle.write(chunk)
         else:

@@ -119,11 +119,10 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._storage import (
-    FSSPEC_IMPORT_ERROR,
-    HAS_FSSPEC,
     StorageError,
     check,
     download,
+    fsspec_import_error,
     same_content,
     upload,
 )
@@ -146,8 +145,9 @@ def main():
         supports_check_mode=True,
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
-    if not HAS_FSSPEC:
-        module.fail_json(msg=missing_required_lib('fsspec'), exception=FSSPEC_IMPORT_ERROR)
+    import_error = fsspec_import_error()
+    if import_error:
+        module.fail_json(msg=missing_required_lib('fsspec'), exception=import_error)
     p = module.params
     url, field, options = p['url'], p['field'], dict((k, p[k]) for k in ('s3_endpoint_url', 'webhdfs_port', 'hdfs_user'))
     result = dict(changed=False, url=url)

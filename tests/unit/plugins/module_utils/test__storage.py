@@ -1,4 +1,8 @@
-"""Storage URLs (module_utils/_storage.py) on file:// and plain paths; s3:// and hdfs:// run in tests/e2e."""
+"""Storage URLs (module_utils/_storage.py) on file://, http:// and plain paths; s3:// and hdfs:// run in tests/e2e."""
+
+import functools
+import http.server
+import threading
 
 import pytest
 
@@ -44,6 +48,25 @@ def test_upload_then_download_gives_the_same_bytes(tmp_path):
 
     assert size == source.stat().st_size
     assert (tmp_path / "back" / "model.keras").read_bytes() == source.read_bytes()
+
+
+def test_an_http_dataset_is_downloaded_and_a_missing_one_named(tmp_path):
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "digits.npz").write_bytes(b"\x93NUMPY" * 500)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d" % server.server_address[1]
+    try:
+        size = download(base + "/digits.npz", str(tmp_path / "data" / "digits.npz"), "tf_data")
+        assert size == 3000 and (tmp_path / "data" / "digits.npz").read_bytes() == (served / "digits.npz").read_bytes()
+        with pytest.raises(StorageError, match="^tf_data: http://.*/nope.npz"):
+            download(base + "/nope.npz", str(tmp_path / "data" / "nope.npz"), "tf_data")
+        assert not (tmp_path / "data" / "nope.npz").exists()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # ---------------------------------------------------------------- the policy: what a setting means

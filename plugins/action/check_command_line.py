@@ -13,27 +13,26 @@ from __future__ import annotations
 import os
 import re
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import BOOLEANS
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
-
-ARGUMENT_SPEC = {
-    "settings": {"type": "dict", "required": True},
-    "radl": {"type": "dict", "default": {}},
-    "radl_path": {"type": "str", "default": ""},
-    "storage": {"type": "dict", "required": True},
-    "script_path": {"type": "str", "default": ""},
-}
+from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
 # The settings the rules read, each passed by the task as the command line gave it.
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
             "tf_stage_data", "tf_data")
-STRATEGIES = ("parameter_server", "multi_worker_mirrored")
-BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+ARGUMENT_SPEC = {
+    "settings": {"type": "dict", "required": True,
+                 "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
+    "radl": {"type": "dict", "default": {}},
+    "radl_path": {"type": "str", "default": ""},
+    "storage": {"type": "dict", "required": True},
+    "script_path": {"type": "str", "default": ""},
+}
+
 WHOLE_NUMBER = re.compile(r"^-?[0-9]+$")
 MINUTES = re.compile(r"^[0-9]*[.]?[0-9]+$")
 
@@ -97,7 +96,7 @@ def choice_errors(s):
         yield "tf_chief_name: must be chief or master (Estimator-era scripts), got '%s'" % text(s["tf_chief_name"])
     if s["tf_strategy"] not in STRATEGIES:
         yield "tf_strategy: must be parameter_server or multi_worker_mirrored, got '%s'" % text(s["tf_strategy"])
-    if text(s["tf_spot"]).lower() not in BOOLEANS:
+    if text(s["tf_spot"]).lower() not in BOOLEANS:  # what Ansible's bool filter reads (tf_spot | bool)
         yield ("tf_spot: must be true or false (spot or preemptible nodes where the cloud has them), got '%s'"
                % text(s["tf_spot"]))
     if s["tf_restart"] not in ("never", "on_failure"):
@@ -163,13 +162,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
-        missing = sorted(set(SETTINGS) - set(args["settings"]))
-        if missing:
-            raise AnsibleActionFail("settings: missing %s" % ", ".join(missing))
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"])
         if error:
             result.update(failed=True, msg=error)

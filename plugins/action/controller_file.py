@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
@@ -41,10 +40,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         path, content, mode = args["path"], args["content"].encode(), file_mode(args["mode"])
         if not os.path.isabs(path):
             raise AnsibleActionFail("path: must be absolute on the controller, got %s" % path)

@@ -13,7 +13,6 @@ import os
 import time
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -111,10 +110,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         try:
             result.update(self.follow(args, task_vars))
         except AnsibleConnectionFailure:

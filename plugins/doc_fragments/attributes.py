@@ -22,7 +22,9 @@ attributes:
 attributes:
   action:
     description: Runs on the controller as an action plugin of the same name, which calls modules on the host.
+    support: full
   platform:
     description: Target operating systems the module can manage.
-    support: N/A
+    support: full
+    platforms: posix
 '''

@@ -57,11 +57,6 @@ attributes:
     support: none
   idempotent:
     support: full
-  action:
-    support: full
-  platform:
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

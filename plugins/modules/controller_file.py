@@ -39,11 +39,6 @@ attributes:
     support: full
   idempotent:
     support: full
-  action:
-    support: full
-  platform:
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

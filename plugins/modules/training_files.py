@@ -116,7 +116,6 @@ extends_documentation_fragment:
   - tfdist.cluster.attributes.action
 attributes:
   action:
-    support: full
     details: Reads O(data_src) on the controller.
   check_mode:
     support: full
@@ -125,9 +124,6 @@ attributes:
     support: none
   idempotent:
     support: full
-  platform:
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

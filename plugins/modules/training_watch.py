@@ -99,11 +99,6 @@ attributes:
   idempotent:
     support: full
     details: A watch that succeeds only reads the job's state; a failed one stops this host's tasks.
-  action:
-    support: full
-  platform:
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -30,8 +30,9 @@ class ActionModule(ActionBase):
         data_src = args.pop("data_src", None)
         large = None
         if data_src:
-            size = self._data_size(data_src)
-            if size <= INLINE_LIMIT:
+            if not os.path.isfile(data_src):
+                raise AnsibleActionFail("data_src: %s does not exist on the controller (or is not a file)" % data_src)
+            if os.path.getsize(data_src) <= INLINE_LIMIT:
                 with open(data_src, "rb") as handle:
                     content = base64.b64encode(handle.read()).decode("ascii")
                 args["data"] = {"name": os.path.basename(data_src), "content": content}
@@ -47,15 +48,6 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="data_src: copying %s failed: %s"
                               % (large, result["data_copy"].get("msg")))
         return result
-
-    @staticmethod
-    def _data_size(path):
-        try:
-            if os.path.isfile(path):
-                return os.path.getsize(path)
-        except OSError:
-            pass
-        raise AnsibleActionFail("data_src: %s does not exist on the controller (or is not a file)" % path)
 
     def _copy(self, src, dest, task_vars):
         """ansible.builtin.copy's own action, as the template action hands it its result."""

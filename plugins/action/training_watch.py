@@ -73,6 +73,19 @@ def mark_stopped(stop_file, host):
         pass  # another watch failed first, or the folder is gone: either way the others stop
 
 
+def unanswered(unreachable, seen_up, status, grace_over):
+    """The addresses of other hosts' tasks that count as lost: one that never answered within the start-up
+    grace period, or one that stopped answering after having answered while the leader's status says
+    steps remain (multi_worker_mirrored workers, and a classic cluster's other workers, leave as soon as
+    the last step is done). A script that reports no status cannot tell a clean exit from a crash here:
+    that task's own host's watch reads its exit code."""
+    state = status.get("state")
+    if state not in (None, "starting", "running") or (status.get("step") or 0) >= (status.get("target_steps") or 1):
+        return []
+    reports_steps = state is not None
+    return sorted(a for a in unreachable if (a in seen_up and reports_steps) or (a not in seen_up and grace_over))
+
+
 def this_run(status, leading_task):
     """Whether the chief's status.json was written by the run the leading task is now (not left by the last run).
 
@@ -274,12 +287,7 @@ class ActionModule(ActionBase):
                 result.update(changed=False, tasks=list(tasks.values()), lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
 
-            # A task on another host is dead when it stops answering after having
-            # answered, or never answers within the start-up grace period; but only while
-            # steps remain (multi_worker_mirrored workers leave as soon as the last step is done).
-            training = status.get("state") in (None, "starting", "running") and (
-                status.get("step") or 0) < (status.get("target_steps") or 1)
-            dead = [a for a in unreachable if training and (a in seen_up or elapsed > args["startup_grace"])]
+            dead = unanswered(unreachable, seen_up, status, elapsed > args["startup_grace"])
             for address in dead:
                 task = probe_names[address]
                 if tolerate and task["type"] == "worker" and task["name"] != leading["name"] and task["name"] not in lost:

@@ -158,6 +158,13 @@ package_removed:
   elements: str
   sample: [train/old_module.py]
   version_added: 0.5.0
+new_tasks:
+  description: The tasks whose folder this call created (never launched on this host, so a launch has nothing to compare).
+  returned: always
+  type: list
+  elements: str
+  sample: [chief-0]
+  version_added: 0.5.0
 warm:
   description: With O(warm_python), the tasks whose Python was started ahead of their launch.
   returned: always
@@ -267,7 +274,9 @@ def main():
                 write_file(os.path.join(p["work_dir"], path), files[path])
         except OSError as error:
             module.fail_json(msg="work_dir: cannot write %s: %s" % (error.filename or p["work_dir"], error.strerror))
-    result = dict(changed=bool(made or written), written=written)
+    new_tasks = [t["name"] for t in p["tasks"]
+                 if os.path.relpath(_cluster.task_folder(p["work_dir"], t["name"]), p["work_dir"]) in made]
+    result = dict(changed=bool(made or written), written=written, new_tasks=new_tasks)
     if p["package_dest"]:
         try:
             package_written, package_removed = lay_down(p["package_dest"], module.check_mode)[2:]

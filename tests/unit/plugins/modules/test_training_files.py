@@ -29,6 +29,7 @@ def test_each_task_gets_its_script_tf_config_and_environment_once(run, tmp_path)
     scripts = {"worker-0": "print('w0')\n", "worker-1": "print('w1')\n"}
     first = run(scripts=scripts, script="print('other')\n", folders=["tensorboard"])
     assert first["changed"] is True and len(first["written"]) == 9
+    assert first["new_tasks"] == ["worker-0", "worker-1", "ps-0"]
     job = tmp_path / "job"
     assert (job / "tasks" / "worker-1" / "train.py").read_text() == "print('w1')\n"
     assert (job / "tasks" / "ps-0" / "train.py").read_text() == "print('other')\n"
@@ -39,15 +40,16 @@ def test_each_task_gets_its_script_tf_config_and_environment_once(run, tmp_path)
     assert (job / "data").is_dir() and (job / "tasks" / "tensorboard").is_dir()
 
     second = run(scripts=scripts, script="print('other')\n", folders=["tensorboard"])
-    assert second["changed"] is False and second["written"] == []
+    assert second["changed"] is False and second["written"] == [] and second["new_tasks"] == []
 
     changed = run(scripts=dict(scripts, **{"worker-0": "print('new')\n"}), script="print('other')\n")
-    assert changed["written"] == ["tasks/worker-0/train.py"]
+    assert changed["written"] == ["tasks/worker-0/train.py"] and changed["new_tasks"] == []
 
 
 def test_check_mode_writes_nothing(run, tmp_path):
     result = run(check_mode=True, script="x = 1\n")
     assert result["changed"] is True and "tasks/ps-0/tf_config.json" in result["written"]
+    assert result["new_tasks"] == ["worker-0", "worker-1", "ps-0"]
     assert not (tmp_path / "job").exists()
 
 

@@ -2,10 +2,11 @@
 # Apache-2.0 (see LICENSE)
 """Lay down a host's task files, and the dataset of the controller with them.
 
-The module runs on the host; a dataset (data_src) lives on the controller. Up to INLINE_LIMIT
-bytes it travels inside the module's arguments: one call instead of the two of a copy (a stat,
-then the transfer), the largest cost of a deploy before its first step after the TF import.
-A larger file goes as ansible.builtin.copy sends it, after the call.
+The module runs on the host; a script template (script_template) and a dataset (data_src) live on
+the controller. Each task's script is rendered here, in the task's own process: no task of its own
+before the call. Up to INLINE_LIMIT bytes the dataset travels inside the module's arguments: one
+call instead of the two of a copy (a stat, then the transfer), the largest cost of a deploy before
+its first step after the TF import. A larger file goes as ansible.builtin.copy sends it, after the call.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 import base64
 import os
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
@@ -27,6 +30,10 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
+        template = args.pop("script_template", None)
+        template_vars = args.pop("script_template_vars", None) or {}
+        if template:
+            args["scripts"] = self._render(template, template_vars, args, task_vars)
         data_src = args.pop("data_src", None)
         large = None
         if data_src:
@@ -48,6 +55,25 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="data_src: copying %s failed: %s"
                               % (large, result["data_copy"].get("msg")))
         return result
+
+    def _render(self, template, template_vars, args, task_vars):
+        """{task name: its script}, rendered as the template lookup does, with the task on top of template_vars."""
+        if not isinstance(template_vars, dict):
+            raise AnsibleActionFail("script_template_vars: a dictionary is expected, got %r" % (template_vars,))
+        try:
+            path = self._find_needle("templates", template)
+        except AnsibleError as error:
+            raise AnsibleActionFail("script_template: %s" % error) from error
+        lookup = self._shared_loader_obj.lookup_loader.get("ansible.builtin.template", loader=self._loader,
+                                                           templar=self._templar)
+        scripts = {}
+        for task in args.get("tasks") or []:
+            if not isinstance(task, dict) or not {"name", "type", "index"} <= set(task):
+                continue  # the module names what a task lacks
+            own = {"training_task": {"type": task["type"], "index": task["index"]},
+                   "training_task_dir": _cluster.task_folder(args.get("work_dir", ""), task["name"])}
+            scripts[task["name"]] = lookup.run([path], task_vars, template_vars=dict(template_vars, **own))[0]
+        return scripts
 
     def _copy(self, src, dest, task_vars):
         """ansible.builtin.copy's own action, as the template action hands it its result."""

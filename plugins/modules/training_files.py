@@ -67,6 +67,19 @@ options:
         call, as M(tfdist.cluster.node_package) does with its O(tfdist.cluster.node_package#module:dest).
     type: path
     version_added: 0.5.0
+  script_template:
+    description:
+      - A Jinja template on the controller (found as M(ansible.builtin.template) finds its O(ansible.builtin.template#module:src))
+        that gives each task its script, rendered by the action on the controller with every variable of the play, and
+        on top of O(script_template_vars) C(training_task) (the task's C(type) and C(index)) and C(training_task_dir)
+        (its folder). The module never sees it; it takes the place of O(scripts).
+    type: path
+    version_added: 0.5.0
+  script_template_vars:
+    description: More variables for O(script_template), the same for every task.
+    type: dict
+    default: {}
+    version_added: 0.5.0
   data_src:
     description:
       - A dataset on the controller to lay down as O(work_dir)/data/NAME (NAME its file name) in the same call, rewritten
@@ -116,7 +129,7 @@ extends_documentation_fragment:
   - tfdist.cluster.attributes.action
 attributes:
   action:
-    details: Reads O(data_src) on the controller.
+    details: Renders O(script_template) and reads O(data_src) on the controller.
   check_mode:
     support: full
     details: Reports the files that would be written, and changes nothing.
@@ -135,6 +148,16 @@ EXAMPLES = r"""
     script: "{{ lookup('ansible.builtin.file', 'train.py') }}"
     cluster_spec: "{{ hostvars | tfdist.cluster.tf_tasks | tfdist.cluster.tf_cluster_spec }}"
     data_src: files/mnist.npz  # lands in /var/lib/tfdist/mnist/data/mnist.npz
+
+- name: Give each task a script of its own, rendered from a template on the controller
+  tfdist.cluster.training_files:
+    work_dir: /var/lib/tfdist/mnist
+    cluster_name: mnist
+    tasks: "{{ hostvars | tfdist.cluster.tf_tasks | selectattr('host', 'equalto', inventory_hostname) }}"
+    script_template: train.py.j2  # sees training_task.type, training_task.index and training_task_dir
+    script_template_vars:
+      training_data_path: /var/lib/tfdist/mnist/data/mnist.npz
+    cluster_spec: "{{ hostvars | tfdist.cluster.tf_tasks | tfdist.cluster.tf_cluster_spec }}"
 """
 
 RETURN = r"""
@@ -241,6 +264,8 @@ def main():
             gpus=dict(type="int", default=0),
             folders=dict(type="list", elements="str", default=[]),
             package_dest=dict(type="path"),
+            script_template=dict(type="path"),
+            script_template_vars=dict(type="dict", default={}),
             data_src=dict(type="path"),
             data=dict(type="dict", options=dict(
                 name=dict(type="str", required=True),
@@ -254,9 +279,10 @@ def main():
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
     p = module.params
-    if p["data_src"]:
-        module.fail_json(msg="data_src: read on the controller by the action tfdist.cluster.training_files, "
-                             "which did not run (call the module by that name)")
+    for option in ("script_template", "data_src"):
+        if p[option]:
+            module.fail_json(msg="%s: read on the controller by the action tfdist.cluster.training_files, "
+                                 "which did not run (call the module by that name)" % option)
     for task in p["tasks"]:
         missing = [key for key in ("name", "type", "index") if key not in task]
         if missing:

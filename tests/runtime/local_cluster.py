@@ -5,8 +5,9 @@
 What a node gets, made here the way the role makes it: the package tfdist (the training program) laid
 down by the tfdist.cluster.node_package module's own code, and each task's train.py rendered from
 roles/training/templates/train.py.j2 by Ansible's templating, with the role's defaults
-(roles/training/defaults/main.yml), its vars (vars/main.yml) and the variables its "Render the training
-script" task passes; a test only overrides role variables (training_steps...). The dataset is copied where the
+(roles/training/defaults/main.yml), its vars (vars/main.yml), the script_template_vars its training_files
+task passes and the task's own variables the training_files action adds; a test only overrides role
+variables (training_steps...). The dataset is copied where the
 training_files action lays it down (its data_src). Every task is started through the supervisor
 (plugins/module_utils/_supervisor.py, as a command) with TF_CONFIG, the way a node runs them.
 Used by test_training_runtime.py and test_training_storage.py; also handy by hand:
@@ -29,7 +30,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(REPO, "roles", "training")
 SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 DIGITS = os.path.join(ROLE, "files", "data", "digits.npz")
-TEMPLATE_TASK = "Render the training script of each task"
+TEMPLATE_TASK = "Lay down each task's script, TF_CONFIG and environment, and the training program"
 
 
 def _collection_loader():
@@ -104,7 +105,7 @@ def template(value, variables):
 
 
 def template_task():
-    """The role's task that renders train.py, loaded as Ansible loads it (its templates trusted)."""
+    """The role's task whose action renders train.py, loaded as Ansible loads it (its templates trusted)."""
     from ansible.parsing.dataloader import DataLoader
 
     tasks = DataLoader().load_from_file(os.path.join(ROLE, "tasks", "main.yml"), trusted_as_template=True)
@@ -115,9 +116,13 @@ def render(task, variables):
     """The task's train.py, as the role's template task renders it for this task (item)."""
     with open(os.path.join(ROLE, "templates", "train.py.j2")) as f:
         source = f.read()
-    values = dict(variables, item=task)
-    template_vars = template_task()["vars"]["__training_template_vars"]
+    values = dict(variables)
+    template_vars = template_task()["tfdist.cluster.training_files"]["script_template_vars"]
     values.update({key: template(value, values) for key, value in template_vars.items()})
+    # What the training_files action adds for each task.
+    work_dir = template("{{ __training_work_dir }}", values)
+    values.update(training_task={"type": task["type"], "index": task["index"]},
+                  training_task_dir=_cluster().task_folder(work_dir, task["name"]))
     return template(source, values)
 
 

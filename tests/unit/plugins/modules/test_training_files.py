@@ -127,7 +127,8 @@ def test_a_bad_dataset_is_named_and_nothing_is_written(run, tmp_path, data, fiel
     assert not (tmp_path / "job").exists() and not (tmp_path / "escape.npz").exists()
 
 
-def test_data_src_is_the_action_s_and_the_module_alone_says_so(run, tmp_path):
-    result = run(script="x = 1\n", data_src=str(tmp_path / "digits.npz"))
-    assert result["failed"] and result["msg"].startswith("data_src:") and "action" in result["msg"]
+@pytest.mark.parametrize("option", ["data_src", "script_template"])
+def test_the_action_s_options_reaching_the_module_alone_are_named(run, tmp_path, option):
+    result = run(script="x = 1\n", **{option: str(tmp_path / "on-the-controller")})
+    assert result["failed"] and result["msg"].startswith(option + ":") and "action" in result["msg"]
     assert not (tmp_path / "job").exists()

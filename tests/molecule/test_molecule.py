@@ -35,9 +35,7 @@ TAIL_LINES = 150
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
     ("provision", "default"),  # the docker cloud's nodes of a cluster, created from the controller
-    ("cuda", "default"),
-    ("cuda", "forced"),
-    ("cuda", "mirror"),
+    ("cuda", "default"),  # a node without a GPU, one forced to the repository, one installing from a mirror
     ("tensorflow", "default"),
     ("hdfs", "default"),
     ("training", "default"),

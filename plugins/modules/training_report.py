@@ -131,6 +131,7 @@ loss_curve_path:
 """
 
 import csv
+import importlib.util
 import json
 import os
 import time
@@ -139,15 +140,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    HAS_MATPLOTLIB = True
-except ImportError:
-    HAS_MATPLOTLIB = False
+# Imported only to draw (about half a second): a re-run whose curve is up to date does not pay it.
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def phase_seconds(clock, result):
@@ -173,6 +167,11 @@ def read_history(path):
 
 
 def draw_loss_curve(history, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     steps, losses = zip(*history)
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     ax.plot(steps, losses, color="tab:blue", linewidth=1.5)

@@ -1,0 +1,49 @@
+"""tfdist.cluster.training_report: the run's summary.json and its loss curve, written again only when they change."""
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.tfdist.cluster.plugins.modules import training_report
+
+
+@pytest.fixture
+def report(capsys, tmp_path):
+    def run_module(**options):
+        args = dict(dict(artifacts_dir=str(tmp_path), cluster="mnist", cloud="local",
+                         clock={"deploy_started": 100.0, "provisioned": 102.5, "installed": 104.0, "launched": 105.0}),
+                    **options)
+        with patch_module_args(args), pytest.raises(SystemExit):
+            training_report.main()
+        return json.loads(capsys.readouterr().out)
+    return run_module
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.keras").write_bytes(b"model")
+    (tmp_path / "result.json").write_text(json.dumps({"steps": 300, "first_step_at": 110.0, "strategy": "parameter_server"}))
+    (tmp_path / "history.csv").write_text("step,loss,time\n100,2.1,1.0\n200,0.9,2.0\n300,0.4,3.0\n")
+    return tmp_path
+
+
+def test_the_summary_and_the_loss_curve_are_written_once(report, finished_run):
+    first = report()
+    assert first["changed"] and first["summary"]["steps"] == 300 and first["missing"] == []
+    assert first["summary"]["seconds"]["provision"] == 2.5 and first["summary"]["seconds"]["launch_to_first_step"] == 5.0
+    assert json.loads((finished_run / "summary.json").read_text())["cluster"] == "mnist"
+    curve = finished_run / "loss.png"
+    assert first["loss_curve_path"] == str(curve) and curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    drawn = os.path.getmtime(curve)
+    second = report(clock={})  # a re-run that launched nothing keeps the phases of the run's own deploy
+    assert not second["changed"] and second["summary"]["seconds"]["provision"] == 2.5
+    assert os.path.getmtime(curve) == drawn
+
+
+def test_a_missing_result_is_named(report, tmp_path):
+    result = report()
+    assert result["failed"] and result["msg"].startswith("artifacts_dir: no result.json in %s" % tmp_path)

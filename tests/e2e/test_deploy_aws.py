@@ -212,6 +212,24 @@ def test_a_name_taken_on_another_cloud_is_refused(aws, cloud, aws_cluster):
         run_playbook("playbooks/destroy.yml", "cloud=local", f"cluster_name={aws_cluster}")
 
 
+def test_a_cluster_of_this_name_without_this_controllers_key_is_refused(aws, cloud, aws_cluster):
+    """Nodes of the name exist, but the key is not here: another controller's cluster, left alone."""
+    first = aws_run(aws, "playbooks/provision.yml", aws_cluster)
+    assert first.returncode == 0, tail(first)
+    instances = sorted(i["InstanceId"] for i in cloud.instances(aws_cluster))
+    key = os.path.join(KEY_DIR, aws_cluster)
+    os.rename(key, key + ".elsewhere")
+    try:
+        again = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=3")
+        assert again.returncode != 0
+        assert (f"cluster_name: {len(instances)} node(s) of a cluster named '{aws_cluster}' already run on aws"
+                in again.stdout and "this controller holds no key for it" in again.stdout), tail(again)
+        assert not os.path.exists(key)  # no key of its own made up for someone else's nodes
+        assert sorted(i["InstanceId"] for i in cloud.instances(aws_cluster)) == instances  # nothing added
+    finally:
+        os.rename(key + ".elsewhere", key)
+
+
 def test_credentials_from_an_ansible_vault_file_reach_the_modules_and_the_inventory(aws, cloud, aws_cluster, tmp_path):
     password, creds = tmp_path / "vault-password", tmp_path / "aws.vault.yml"
     password.write_text("correct horse\n")

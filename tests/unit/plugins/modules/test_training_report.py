@@ -36,12 +36,15 @@ def test_the_summary_and_the_loss_curve_are_written_once(report, finished_run):
     assert first["summary"]["seconds"]["provision"] == 2.5 and first["summary"]["seconds"]["launch_to_first_step"] == 5.0
     assert json.loads((finished_run / "summary.json").read_text())["cluster"] == "mnist"
     curve = finished_run / "loss.png"
-    assert first["loss_curve_path"] == str(curve) and curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if training_report.HAS_MATPLOTLIB:
+        assert first["loss_curve_path"] == str(curve) and curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:  # ansible-test's units virtualenv: without the optional library, no curve and no path to one
+        assert first["loss_curve_path"] == "" and not curve.exists()
 
-    drawn = os.path.getmtime(curve)
+    drawn = os.path.getmtime(curve) if curve.exists() else None
     second = report(clock={})  # a re-run that launched nothing keeps the phases of the run's own deploy
     assert not second["changed"] and second["summary"]["seconds"]["provision"] == 2.5
-    assert os.path.getmtime(curve) == drawn
+    assert (os.path.getmtime(curve) if curve.exists() else None) == drawn
 
 
 def test_a_missing_result_is_named(report, tmp_path):

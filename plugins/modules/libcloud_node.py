@@ -248,6 +248,13 @@ started:
   returned: always
   type: list
   elements: dict
+settled:
+  description:
+    - Nothing for a run to do - no node to create, start or remove, and none pending (which O(wait) waits for).
+      Read in check mode, it tells whether the run itself can be left out.
+  returned: always
+  type: bool
+  version_added: 0.5.0
 nodes:
   description: All nodes of the cluster after the run (in check mode, as they are now), by role then index.
   returned: always
@@ -642,6 +649,8 @@ class ClusterNodes:
         to_start = [node for node in kept if node.state in STARTABLE_STATES] if params['state'] == 'present' else []
         changed = bool(to_remove) or bool(to_start) or any(plan[role]['create'] for role in plan)
 
+        # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
+        pending_kept = [node for node in kept if node.state == 'pending']
         created, removed, started = [], [], []
         if self.module.check_mode:
             kept = [node for node, identity in current]  # nothing is removed in check mode
@@ -649,8 +658,7 @@ class ClusterNodes:
             if changed:
                 created = self.create(resolved, plan, spot)
             started = self.start(to_start, created)
-            # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
-            pending = created + started + [node for node in kept if node.state == 'pending']
+            pending = created + started + pending_kept
             if params['wait'] and pending:
                 fresh = dict((node.id, node) for node in self.wait(pending, created))
                 created = [fresh.get(node.id, node) for node in created]
@@ -666,6 +674,7 @@ class ClusterNodes:
                        key=lambda n: (TASK_TYPES.index(n['role']), -1 if n['index'] is None else n['index'], n['id']))
         result = dict(
             changed=changed,
+            settled=not changed and not pending_kept,
             created=[self.to_dict(node) for node in created],
             removed=[self.to_dict(node) for node in removed],
             started=[self.to_dict(node) for node in (to_start if self.module.check_mode else started)],

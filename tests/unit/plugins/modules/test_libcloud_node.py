@@ -202,6 +202,8 @@ def test_pending_nodes_are_waited_for_even_when_nothing_changes(run, cloud, monk
     monkeypatch.setattr(libcloud_node, "WAIT_PERIOD", 0.1)
     run(roles=roles(worker=1))
     cloud.nodes[0].state = "pending"  # as left by an interrupted run
+    planned = run(check_mode=True, roles=roles(worker=1))
+    assert planned["changed"] is False and planned["settled"] is False
 
     result = run(roles=roles(worker=1), wait_timeout=1)
 
@@ -216,6 +218,7 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
 
     planned = run(check_mode=True, roles=roles(chief=1, worker=2))
     assert planned["changed"] is True and names(planned["started"]) == ["tfdist-worker-1"]
+    assert planned["settled"] is False
     assert stopped.state == "stopped" and cloud.calls["start_node"] == 0
 
     result = run(roles=roles(chief=1, worker=2))
@@ -224,6 +227,7 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
     assert stopped.state == "running"
     assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
     assert run(roles=roles(chief=1, worker=2))["changed"] is False
+    assert run(check_mode=True, roles=roles(chief=1, worker=2))["settled"] is True
 
 
 def test_unnumbered_nodes_of_an_interrupted_run_are_replaced_not_kept(run, cloud):

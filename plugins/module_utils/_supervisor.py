@@ -50,6 +50,12 @@ that folder hands it the task instead of starting a new process; it then runs th
 Python cannot stand for a cold start (another interpreter, not a script, another environment, modules changed on
 disk since they were imported), it execs the command itself. One not claimed within --warm-for seconds ends.
 
+A warm host: `warm_host()` starts one Python that imports the modules for several tasks of a host, and `warm(...,
+host=SOCKET)` has it fork the task's Python, so that four tasks on one machine pay one TensorFlow import instead of
+four. The forked Python leads the task's process group and runs the task in a child of its own, whose exit code it
+passes to the supervisor: the record is a cold start's. TensorFlow's own log lines show the host's pid, which
+TensorFlow noted when it was imported.
+
 Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
 stderr); `status` and `stop` always print JSON.
 
@@ -83,9 +89,13 @@ WARM_FILE = "warm.json"
 WARM_LOG = "warm.log"
 WARM_SOCKET = "warm.sock"
 WARM_FOR = 300.0
-# The warm Python (python -c WARM_CHILD MODULE...): imports MODULEs, then reads one line on stdin, the task to run.
+# The warm Python. `python -c WARM_CHILD MODULE...` imports MODULEs, then reads one line on stdin, the task to run.
+# `python -c WARM_CHILD --serve FD COUNT SECONDS MODULE...` is a warm host (see warm_host()): it imports MODULEs once,
+# then forks a warm Python for each of COUNT requests on the listening socket FD. A request carries three descriptors:
+# the log, the stdin to read the task from and a pipe for the exit code. The forked Python leads its own process group
+# and runs the task in a child of its own, so that it can write that child's exit code, which only a parent can see.
 WARM_CHILD = r'''
-import json, os, runpy, sys
+import json, os, runpy, signal, socket, sys, time
 def stamps(names):
     found = {}
     for name in names:
@@ -95,7 +105,85 @@ def stamps(names):
         except (KeyError, AttributeError, TypeError, OSError):
             found[name] = None
     return found
-names = sys.argv[1:]
+def run():
+    line = sys.stdin.readline()
+    if not line:
+        os._exit(0)
+    go = json.loads(line)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(go["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    os.chdir(go["cwd"])
+    command, env = go["command"], go["env"]
+    if go["cold"] or not imported or stamps(names) != before:
+        os.execvpe(command[0], command, env)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = command[1:]
+    sys.path[0] = os.path.dirname(os.path.realpath(command[1]))
+    runpy.run_path(command[1], run_name="__main__")
+def lead(log, stdin, status):
+    os.setsid()
+    os.dup2(stdin, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(stdin)
+    os.close(log)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    task = os.fork()
+    if task == 0:
+        os.close(status)
+        return
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_IGN)
+    code = os.waitstatus_to_exitcode(os.waitpid(task, 0)[1])
+    try:
+        os.write(status, b"%d\n" % code)
+    finally:
+        os._exit(0)
+def serve(listener, count, seconds):
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    listener.settimeout(0.5)
+    path, deadline = listener.getsockname(), time.monotonic() + seconds
+    while count > 0 and time.monotonic() < deadline and os.path.exists(path):
+        try:
+            connection = listener.accept()[0]
+            connection.settimeout(10.0)
+            fds = socket.recv_fds(connection, 4096, 3)[1]
+        except OSError:
+            continue
+        if len(fds) != 3:
+            connection.close()
+            for fd in fds:
+                os.close(fd)
+            continue
+        count -= 1
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            connection.close()
+            lead(*fds)
+            return
+        for fd in fds:
+            os.close(fd)
+        try:
+            connection.sendall(json.dumps({"pid": pid}).encode())
+        except OSError:
+            pass
+        connection.close()
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    os._exit(0)
+host = sys.argv[1:2] == ["--serve"]
+names = sys.argv[5:] if host else sys.argv[1:]
 imported = True
 for name in names:
     try:
@@ -104,29 +192,12 @@ for name in names:
         imported = False
         sys.stderr.write("warm import of %s failed: %r\n" % (name, error))
 before = stamps(names)
-line = sys.stdin.readline()
-if not line:
-    os._exit(0)
-go = json.loads(line)
-sys.stdout.flush()
-sys.stderr.flush()
-fd = os.open(go["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-os.dup2(fd, 1)
-os.dup2(fd, 2)
-os.close(fd)
-fd = os.open(os.devnull, os.O_RDONLY)
-os.dup2(fd, 0)
-os.close(fd)
-os.chdir(go["cwd"])
-command, env = go["command"], go["env"]
-if go["cold"] or not imported or stamps(names) != before:
-    os.execvpe(command[0], command, env)
-os.environ.clear()
-os.environ.update(env)
-sys.argv = command[1:]
-sys.path[0] = os.path.dirname(os.path.realpath(command[1]))
-runpy.run_path(command[1], run_name="__main__")
+if host:
+    serve(socket.socket(fileno=int(sys.argv[2])), int(sys.argv[3]), float(sys.argv[4]))
+run()
 '''
+# How long a claim waits for a warm host that is still importing to fork the task's Python.
+HOSTED_PID_WAIT = 25.0
 
 
 class SupervisorError(Exception):
@@ -336,6 +407,84 @@ def failed(status):
 # ---------------------------------------------------------------- the supervisor process
 
 
+class _HostedChild:
+    """A warm Python forked by a warm host (see warm_host()), with what the supervisor uses of a Popen.
+
+    Its pid is known once the host has imported its modules and forked it; poll() reads the exit code it reports.
+    """
+
+    def __init__(self, socket_path, log):
+        stdin_read, stdin_write = os.pipe()
+        status_read, status_write = os.pipe()
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.connection.connect(socket_path)
+            socket.send_fds(self.connection, [b"warm"], [log.fileno(), stdin_read, status_write])
+        except OSError:
+            self.connection.close()
+            os.close(stdin_write)
+            os.close(status_read)
+            raise
+        finally:
+            os.close(stdin_read)
+            os.close(status_write)
+        self.stdin = os.fdopen(stdin_write, "wb", buffering=0)
+        self.status = status_read
+        os.set_blocking(self.status, False)
+        self.known_pid = None
+        self.returncode = None
+        self.reported = b""
+
+    def wait_pid(self, timeout):
+        """The pid, waiting up to timeout seconds for the host to fork it; None when it did not."""
+        if self.known_pid is None and self.connection is not None:
+            self.connection.settimeout(timeout)
+            reply = b""
+            try:
+                while True:
+                    chunk = self.connection.recv(256)
+                    if not chunk:
+                        break
+                    reply += chunk
+                self.known_pid = json.loads(reply.decode())["pid"]
+            except (OSError, ValueError, KeyError):
+                pass
+            self.connection.close()
+            self.connection = None
+        return self.known_pid
+
+    @property
+    def pid(self):
+        return self.wait_pid(HOSTED_PID_WAIT)
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                while True:
+                    chunk = os.read(self.status, 64)
+                    if not chunk:  # it has ended: a leader killed with its group (SIGKILL) wrote nothing
+                        self.returncode = int(self.reported) if self.reported.strip() else -signal.SIGKILL
+                        os.close(self.status)
+                        break
+                    self.reported += chunk
+            except BlockingIOError:
+                pass
+        return self.returncode
+
+    def wait(self):
+        while self.poll() is None:
+            time.sleep(0.05)
+        return self.returncode
+
+    def abandon(self):
+        """End it without waiting: one not forked yet reads no task and ends by itself."""
+        if self.known_pid is not None:
+            signal_group(self.known_pid, signal.SIGKILL)
+        self.stdin.close()
+        if self.connection is not None:
+            self.connection.close()
+
+
 def log_line(log, message):
     log.write("[%s] %s %s\n" % (PROG, time.strftime("%Y-%m-%dT%H:%M:%S%z"), message))
     log.flush()
@@ -462,9 +611,16 @@ class _Supervisor:
             os.chmod(socket_path, 0o600)  # only this user may hand it a command
             server.listen(4)
             server.settimeout(0.5)
-            self.proc = subprocess.Popen([warm["python"], "-c", WARM_CHILD] + list(warm["modules"]),
-                                         stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
-                                         cwd=task_dir, env=self.env, start_new_session=True)
+            self.proc = None
+            if warm.get("host"):
+                try:
+                    self.proc = _HostedChild(warm["host"], self.log)
+                except OSError as e:
+                    log_line(self.log, "warm host %s not reached (%s): importing here" % (warm["host"], e))
+            if self.proc is None:
+                self.proc = subprocess.Popen([warm["python"], "-c", WARM_CHILD] + list(warm["modules"]),
+                                             stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
+                                             cwd=task_dir, env=self.env, start_new_session=True)
         except OSError as e:
             server.close()
             remove(socket_path)
@@ -472,11 +628,14 @@ class _Supervisor:
             os.close(ready_fd)
             return 1
         started = now()
+        hosted = isinstance(self.proc, _HostedChild)
+        pid = None if hosted else self.proc.pid  # a hosted one has none until its host has imported the modules
         write_json(os.path.join(task_dir, WARM_FILE), {
             "python": warm["python"], "modules": list(warm["modules"]), "started_at": started,
-            "pid": self.proc.pid, "pid_starttime": proc_starttime(self.proc.pid),
+            "pid": pid, "pid_starttime": pid and proc_starttime(pid), "host": warm.get("host") if hosted else None,
             "supervisor_pid": os.getpid(), "supervisor_starttime": proc_starttime(os.getpid())})
-        os.write(ready_fd, json.dumps({"warm": True, "pid": self.proc.pid, "supervisor_pid": os.getpid()}).encode())
+        os.write(ready_fd, json.dumps({"warm": True, "pid": pid, "supervisor_pid": os.getpid(),
+                                       "hosted": hosted}).encode())
         os.close(ready_fd)
 
         def quit_warm(signum, frame):
@@ -499,7 +658,9 @@ class _Supervisor:
             server.close()
             remove(socket_path)
             remove(os.path.join(task_dir, WARM_FILE))
-            if not claimed:
+            if not claimed and hosted:
+                self.proc.abandon()
+            elif not claimed:
                 signal_group(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         return self.watch() if claimed else 0
@@ -516,6 +677,9 @@ class _Supervisor:
         request = json.loads(request.decode())
         spec, env = request["spec"], request["env"]
         modules = self.spec["warm"]["modules"]
+        if isinstance(self.proc, _HostedChild) and self.proc.wait_pid(HOSTED_PID_WAIT) is None:
+            connection.sendall(b"error: the warm host did not start the task's Python")
+            return False
         if self.proc.poll() is not None:
             connection.sendall(b"error: the warm Python has ended")
             return False
@@ -600,7 +764,7 @@ class _Supervisor:
             reason = self.stop_reason
             recorded = self.stop_returncode if self.stop_returncode is not None else returncode
         elif returncode < 0:
-            reason, recorded = "killed by signal %d" % -returncode, returncode
+            reason, recorded = "killed by signal %d" % abs(returncode), returncode
         else:
             reason, recorded = "exited", returncode
         write_json(os.path.join(task_dir, EXIT_FILE),
@@ -718,13 +882,15 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     return claimed if claimed is not None else _daemonize_and_run(spec, task_env)
 
 
-def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, warm_for=WARM_FOR):
+def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, warm_for=WARM_FOR, host=None):
     """Start the Python of a task that is about to be launched, importing modules ahead of the launch.
 
     The next start() in task_dir with the command `python SCRIPT ARGS` (python: this very path) runs SCRIPT in that
     process (see the module's description). env and env_file as in start(); the variables that start() sets from
     files (env_from_files, such as TF_CONFIG) may differ, as the task reads them after its imports.
-    Returns {warm, pid, supervisor_pid}; raises SupervisorError when it cannot start.
+    host: the socket of a warm host (warm_host()) that forks this Python with its modules imported already; one that
+    cannot be reached is replaced by a Python of the task's own.
+    Returns {warm, pid, supervisor_pid, hosted}; raises SupervisorError when it cannot start.
     """
     os.makedirs(task_dir, exist_ok=True)
     task_dir = os.path.abspath(task_dir)
@@ -738,8 +904,40 @@ def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, war
         raise SupervisorError(str(e))
     warm_env.setdefault("PYTHONUNBUFFERED", "1")
     spec = {"dir": task_dir, "warm": {"python": os.path.abspath(python), "modules": list(modules),
-                                      "for": float(warm_for)}}
+                                      "for": float(warm_for), "host": host}}
     return _daemonize_and_run(spec, warm_env)
+
+
+def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, warm_for=WARM_FOR):
+    """Start one Python that imports modules for `count` tasks of this host: warm(..., host=socket_path) forks it.
+
+    Tasks on one host then pay one import instead of one each (a fork shares the imported modules). env: the
+    environment it imports with; the tasks' own variables must only be read after their imports (see warm()).
+    Its output goes to socket_path's name with .log. It ends once it has forked `count` Pythons, after warm_for
+    seconds, or when its socket is removed. Returns its pid; raises SupervisorError when it cannot start.
+    """
+    socket_path = os.path.abspath(socket_path)
+    remove(socket_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    host_env = dict(os.environ)
+    host_env.update({str(key): str(value) for key, value in (env or {}).items()})
+    host_env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        listener.bind(socket_path)  # OSError for a path too long for a socket
+        os.chmod(socket_path, 0o600)
+        listener.listen(count + 4)
+        with open(os.path.splitext(socket_path)[0] + ".log", "w") as log:
+            host = subprocess.Popen(
+                [os.path.abspath(python), "-c", WARM_CHILD, "--serve", str(listener.fileno()), str(int(count)),
+                 str(float(warm_for))] + list(modules),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=os.path.dirname(socket_path),
+                env=host_env, start_new_session=True, pass_fds=[listener.fileno()])
+    except OSError as e:
+        remove(socket_path)
+        raise SupervisorError("cannot start a warm host at %s: %s" % (socket_path, e))
+    finally:
+        listener.close()
+    return host.pid
 
 
 def _claim_warm(spec, env, late):

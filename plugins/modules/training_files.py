@@ -109,6 +109,9 @@ options:
         O(warm_modules) while the deploy goes on; the launch (M(tfdist.cluster.training_task)) then hands it the
         task. Where nothing changed, nothing starts.
       - A warm start that no launch claims within 5 minutes ends by itself.
+      - Tasks of this host whose environments differ only in their own C(TFDIST_*) variables share one import; one
+        Python imports O(warm_modules) and forks the Python of each task (its socket and log are
+        C(warm-host-N.sock) and C(warm-host-N.log) in O(work_dir)). A task with a GPU of its own imports alone.
     type: path
     version_added: 0.5.0
   warm_modules:
@@ -207,7 +210,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, read_env_file, warm, warm_host
 
 
 def task_env(task, params):
@@ -315,18 +318,43 @@ def main():
 
 
 def warm_starts(p, written, result):
-    """Start the Python of each task whose files changed (or all, when the program changed); their names."""
+    """Start the Python of each task whose files changed (or all, when the program changed); their names.
+
+    Tasks whose environments differ only in their own TFDIST_* variables (read by the program after its imports)
+    share one import: a warm host forks their Pythons. A task with a GPU of its own imports alone.
+    """
     program_changed = bool(result.get("package_written") or result.get("package_removed"))
-    started = []
+    folders = {}
     for task in p["tasks"]:
         folder = _cluster.task_folder(p["work_dir"], task["name"])
-        if not program_changed and not any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
-            continue
+        if program_changed or any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
+            folders[task["name"]] = folder
+    shared = {}
+    for name, folder in folders.items():
         try:
-            warm(folder, p["warm_python"], p["warm_modules"], env=p["env"], env_file=os.path.join(folder, _cluster.TASK_ENV))
+            env = read_env_file(os.path.join(folder, _cluster.TASK_ENV))
+        except (OSError, ValueError):
+            continue
+        common = tuple(sorted((key, value) for key, value in env.items() if not key.startswith("TFDIST_")))
+        shared.setdefault(common, []).append(name)
+    hosts = {}
+    for number, (common, names) in enumerate(sorted(shared.items())):
+        if len(names) < 2:
+            continue
+        socket_path = os.path.join(p["work_dir"], "warm-host-%d.sock" % number)
+        try:
+            warm_host(socket_path, p["warm_python"], len(names), p["warm_modules"], env=dict(p["env"], **dict(common)))
+        except SupervisorError:
+            continue  # each task imports on its own
+        hosts.update((name, socket_path) for name in names)
+    started = []
+    for name, folder in folders.items():
+        try:
+            warm(folder, p["warm_python"], p["warm_modules"], env=p["env"],
+                 env_file=os.path.join(folder, _cluster.TASK_ENV), host=hosts.get(name))
         except SupervisorError:
             continue  # no warm start: the launch starts the task cold, as it would anyway
-        started.append(task["name"])
+        started.append(name)
     return started
 
 

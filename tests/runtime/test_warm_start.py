@@ -3,6 +3,7 @@ in for TensorFlow. The task must look exactly like a cold start to whoever reads
 
 import json
 import os
+import signal
 import sys
 
 import pytest
@@ -132,3 +133,101 @@ def test_a_warm_task_is_stopped_like_a_cold_one(job, tmp_path):
     stopped = _supervisor.stop(task_dir, timeout=10)
     assert stopped["stopped"] is True and stopped["reason"] == _supervisor.STOPPED
     assert not alive(started["pid"]) and not alive(started["supervisor_pid"])
+
+
+# ---------------------------------------------------------------- a warm host: one import for the tasks of a host
+
+MARKER = "import os\nPID = os.getpid()  # the process that imported it\n"
+HOSTED_SCRIPT = """
+import json, os, signal, sys, time
+marker = sys.modules.get("marker")
+print("report " + json.dumps({"imported_by": marker and marker.PID, "pid": os.getpid(), "task": os.environ["TFDIST_TASK"]}),
+      flush=True)
+if sys.argv[1] == "raise":
+    raise RuntimeError("bad data")
+if sys.argv[1] == "sleep":
+    time.sleep(300)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.fixture
+def hosted(tmp_path):
+    """(start a warm host for n tasks, warm a task folder through it); everything started is ended afterwards."""
+    (tmp_path / "marker.py").write_text(MARKER)
+    (tmp_path / "train.py").write_text(HOSTED_SCRIPT)
+    env = {"PYTHONPATH": str(tmp_path)}
+    socket_path = str(tmp_path / "warm-host.sock")
+    folders = []
+
+    def host(count):
+        return _supervisor.warm_host(socket_path, sys.executable, count, modules=["marker"], env=env)
+
+    def warm(name, host_socket=socket_path):
+        folder = str(tmp_path / "tasks" / name)
+        folders.append(folder)
+        (tmp_path / ("%s.env" % name)).write_text("TFDIST_TASK=%s\n" % name)
+        return folder, _supervisor.warm(folder, sys.executable, modules=["marker"], env=env,
+                                        env_file=str(tmp_path / ("%s.env" % name)), host=host_socket)
+
+    def start(folder, *args):
+        name = os.path.basename(folder)
+        return _supervisor.start(folder, "job/" + name, [sys.executable, str(tmp_path / "train.py"), *args], env=env,
+                                 env_file=str(tmp_path / ("%s.env" % name)))
+
+    yield host, warm, start
+    for folder in folders:
+        _supervisor.stop_warm(folder)
+        _supervisor.stop(folder)
+
+
+def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted, tmp_path):
+    host, warm, start = hosted
+    host_pid = host(3)
+    folders = [warm(name)[0] for name in ("ps-0", "worker-0", "chief-0")]
+    records = [_supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE)) for folder in folders]
+    assert [record["host"] for record in records] == [str(tmp_path / "warm-host.sock")] * 3
+
+    started = [start(folders[0], "0"), start(folders[1], "raise"), start(folders[2], "3")]
+
+    statuses = [ended(folder) for folder in folders]
+    assert [(status["returncode"], status["reason"]) for status in statuses] == [(0, "exited"), (1, "exited"),
+                                                                                 (3, "exited")]
+    assert [status["pid"] for status in statuses] == [answer["pid"] for answer in started]
+    reports = [report(folder)[0] for folder in folders]
+    # One import, by the host, for all three: each task ran in a fork of it, under its own environment.
+    assert [seen["imported_by"] for seen in reports] == [host_pid] * 3
+    assert [seen["task"] for seen in reports] == ["ps-0", "worker-0", "chief-0"]
+    assert len({seen["pid"] for seen in reports}) == 3
+    assert "RuntimeError: bad data" in _supervisor.log_tail(folders[1])
+    # The host ends once it has forked the Pythons it was started for, and takes its socket along.
+    assert wait_until(lambda: not alive(host_pid) and not (tmp_path / "warm-host.sock").exists())
+
+
+def test_a_hosted_task_is_stopped_or_killed_as_a_cold_one_would_be(hosted):
+    host, warm, start = hosted
+    host(2)
+    (served, _), (killed, _) = warm("ps-0"), warm("worker-0")
+    start(served, "sleep")
+    start(killed, "sleep")
+    assert wait_until(lambda: "report" in _supervisor.log_tail(served) and "report" in _supervisor.log_tail(killed))
+
+    stopped = _supervisor.stop(served, timeout=10)
+    assert stopped["stopped"] is True and stopped["reason"] == _supervisor.STOPPED
+    assert not alive(stopped["pid"]) and not alive(stopped["supervisor_pid"])
+
+    os.kill(report(killed)[0]["pid"], signal.SIGKILL)  # the task's Python itself, as the OOM killer would
+    status = ended(killed)
+    assert (status["returncode"], status["reason"]) == (-9, "killed by signal 9")
+    assert _supervisor.failed(status)
+
+
+def test_a_task_whose_warm_host_is_gone_imports_on_its_own(hosted, tmp_path):
+    _host, warm, start = hosted
+    folder, answer = warm("chief-0", host_socket=str(tmp_path / "no-host.sock"))
+    assert answer["hosted"] is False and alive(answer["pid"])
+    start(folder, "0")
+    status = ended(folder)
+    assert (status["returncode"], status["reason"], status["pid"]) == (0, "exited", answer["pid"])
+    seen, log = report(folder)
+    assert seen["imported_by"] == answer["pid"] and "warm host" in open(os.path.join(folder, "warm.log")).read()

@@ -108,6 +108,25 @@ def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_st
             _supervisor.stop_warm(folder)
 
 
+@pytest.mark.parametrize("gpus, shared", [(0, ["ps-0", "worker-0", "worker-1"]), (2, [])])
+def test_tasks_that_share_an_environment_share_one_import_and_a_gpu_task_imports_alone(run, tmp_path, gpus, shared):
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+
+    folders = {task["name"]: str(tmp_path / "job" / "tasks" / task["name"]) for task in TASKS}
+    try:
+        result = run(script="x = 1\n", gpus=gpus, warm_python=sys.executable, warm_modules=["json"])
+        assert sorted(result["warm"]) == ["ps-0", "worker-0", "worker-1"]
+        hosts = {name: _supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE))["host"]
+                 for name, folder in folders.items()}
+        # Without GPUs the three differ only in their TFDIST_* variables: one warm host. With GPUs each worker has a
+        # CUDA_VISIBLE_DEVICES of its own (read when TensorFlow starts CUDA), and the ps is left alone.
+        assert sorted(name for name, host in hosts.items() if host) == shared
+        assert len({host for host in hosts.values() if host}) == (1 if shared else 0)
+    finally:
+        for folder in folders.values():
+            _supervisor.stop_warm(folder)
+
+
 def test_the_dataset_comes_in_the_same_call_and_is_rewritten_only_when_it_differs(run, tmp_path):
     data = bytes(range(256)) * 4  # binary, as an .npz is
     encoded = {"name": "digits.npz", "content": base64.b64encode(data).decode()}

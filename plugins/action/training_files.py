@@ -4,7 +4,7 @@
 
 The module runs on the host; a script template (script_template) and a dataset (data_src) live on
 the controller. Each task's script is rendered here, in the task's own process: no task of its own
-before the call. Up to INLINE_LIMIT bytes the dataset travels inside the module's arguments: one
+before the call. The template sees where the dataset lands on the host (training_data_path). Up to INLINE_LIMIT bytes the dataset travels inside the module's arguments: one
 call instead of the two of a copy (a stat, then the transfer), the largest cost of a deploy before
 its first step after the TF import. A larger file goes as ansible.builtin.copy sends it, after the call.
 """
@@ -32,13 +32,18 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         template = args.pop("script_template", None)
         template_vars = args.pop("script_template_vars", None) or {}
-        if template:
-            args["scripts"] = self._render(template, template_vars, args, task_vars)
         data_src = args.pop("data_src", None)
+        if data_src and not os.path.isfile(data_src):
+            raise AnsibleActionFail("data_src: %s does not exist on the controller (or is not a file)" % data_src)
+        data_dest = _cluster.data_path(args.get("work_dir", ""), os.path.basename(data_src)) if data_src else None
+        if template:
+            if not isinstance(template_vars, dict):
+                raise AnsibleActionFail("script_template_vars: a dictionary is expected, got %r" % (template_vars,))
+            if data_dest:
+                template_vars = dict(template_vars, training_data_path=data_dest)
+            args["scripts"] = self._render(template, template_vars, args, task_vars)
         large = None
         if data_src:
-            if not os.path.isfile(data_src):
-                raise AnsibleActionFail("data_src: %s does not exist on the controller (or is not a file)" % data_src)
             if os.path.getsize(data_src) <= INLINE_LIMIT:
                 with open(data_src, "rb") as handle:
                     content = base64.b64encode(handle.read()).decode("ascii")
@@ -48,8 +53,7 @@ class ActionModule(ActionBase):
         result.update(self._execute_module(module_name="tfdist.cluster.training_files", module_args=args,
                                            task_vars=task_vars))
         if large and not result.get("failed"):
-            result["data_copy"] = self._copy(large, os.path.join(args["work_dir"], "data", os.path.basename(large)),
-                                             task_vars)
+            result["data_copy"] = self._copy(large, data_dest, task_vars)
             result["changed"] = result.get("changed") or result["data_copy"].get("changed", False)
             if result["data_copy"].get("failed"):
                 result.update(failed=True, msg="data_src: copying %s failed: %s"
@@ -58,8 +62,6 @@ class ActionModule(ActionBase):
 
     def _render(self, template, template_vars, args, task_vars):
         """{task name: its script}, rendered as the template lookup does, with the task on top of template_vars."""
-        if not isinstance(template_vars, dict):
-            raise AnsibleActionFail("script_template_vars: a dictionary is expected, got %r" % (template_vars,))
         try:
             path = self._find_needle("templates", template)
         except AnsibleError as error:

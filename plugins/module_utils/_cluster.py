@@ -298,6 +298,14 @@ def task_folder(work_dir, name):
     return '%s/tasks/%s' % (work_dir, name)
 
 
+# Where a dataset of the controller lands in a job folder (training_files), as NAME there: DATA_FOLDER/NAME.
+DATA_FOLDER = 'data'
+
+
+def data_path(work_dir, name):
+    return '%s/%s/%s' % (work_dir, DATA_FOLDER, name)
+
+
 def launches(cluster_tasks, work_dir, cluster, spec, leader_task, python, interface='tf_config', chief_name='chief',
              script_args=(), watch_files=()):
     """How to start each task (training_task's `tasks`), servers first.

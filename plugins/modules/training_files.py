@@ -71,8 +71,9 @@ options:
     description:
       - A Jinja template on the controller (found as M(ansible.builtin.template) finds its O(ansible.builtin.template#module:src))
         that gives each task its script, rendered by the action on the controller with every variable of the play, and
-        on top of O(script_template_vars) C(training_task) (the task's C(type) and C(index)) and C(training_task_dir)
-        (its folder). The module never sees it; it takes the place of O(scripts).
+        on top of O(script_template_vars) C(training_task) (the task's C(type) and C(index)), C(training_task_dir)
+        (its folder) and, with O(data_src), C(training_data_path) (where the dataset lands on the host). The module
+        never sees it; it takes the place of O(scripts).
     type: path
     version_added: 0.5.0
   script_template_vars:
@@ -157,9 +158,9 @@ EXAMPLES = r"""
     work_dir: /var/lib/tfdist/mnist
     cluster_name: mnist
     tasks: "{{ hostvars | tfdist.cluster.tf_tasks | selectattr('host', 'equalto', inventory_hostname) }}"
-    script_template: train.py.j2  # sees training_task.type, training_task.index and training_task_dir
-    script_template_vars:
-      training_data_path: /var/lib/tfdist/mnist/data/mnist.npz
+    # It sees training_task.type, training_task.index, training_task_dir and training_data_path.
+    script_template: train.py.j2
+    data_src: files/mnist.npz  # training_data_path: /var/lib/tfdist/mnist/data/mnist.npz
     cluster_spec: "{{ hostvars | tfdist.cluster.tf_tasks | tfdist.cluster.tf_cluster_spec }}"
 """
 
@@ -248,7 +249,8 @@ def wanted_files(module):
         if name in ("", ".", "..") or "/" in name:
             module.fail_json(msg="data: name must be a file name, got %r" % name)
         try:
-            wanted["data/" + name] = base64.b64decode(p["data"]["content"], validate=True)
+            wanted[os.path.relpath(_cluster.data_path(p["work_dir"], name), p["work_dir"])] = base64.b64decode(
+                p["data"]["content"], validate=True)
         except (binascii.Error, ValueError) as error:
             module.fail_json(msg="data: content is not base64: %s" % error)
     return wanted
@@ -291,7 +293,7 @@ def main():
         if missing:
             module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
     files = wanted_files(module)
-    folders = ["", "data", "tasks"] + [os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
+    folders = ["", _cluster.DATA_FOLDER, "tasks"] + [os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
                                        for name in [t["name"] for t in p["tasks"]] + p["folders"]]
     made = [f for f in folders if not os.path.isdir(os.path.join(p["work_dir"], f))]
     written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]

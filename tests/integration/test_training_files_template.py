@@ -1,5 +1,6 @@
 """The training_files action renders each task's script from a template on the controller, with the play's
-variables and the task's own (type, index, folder); a template it cannot find is named and nothing is written."""
+variables and the task's own (type, index, folder, where the dataset lands); a template it cannot find is named and
+nothing is written."""
 
 import json
 
@@ -18,6 +19,7 @@ PLAYBOOK = """
         tasks: [{name: worker-0, type: worker, index: 0}, {name: ps-0, type: ps, index: 0}]
         script_template: "{{ template }}"
         script_template_vars: {training_data_path: /data/digits.npz}
+        data_src: "{{ data_src | default(omit) }}"
         cluster_spec: {worker: ["127.0.0.1:2222"], ps: ["127.0.0.1:2223"]}
       register: laid
     - ansible.builtin.copy:
@@ -32,11 +34,12 @@ DATA = {{ training_data_path | tojson }}
 """
 
 
-def lay(tmp_path, template):
+def lay(tmp_path, template, *extra_vars):
     playbook = tmp_path / "lay.yml"
     playbook.write_text(PLAYBOOK)
     work_dir = tmp_path / "job"
-    result = run_playbook(str(playbook), "work_dir=%s" % work_dir, "template=%s" % template, args=("-i", "localhost,"))
+    result = run_playbook(str(playbook), "work_dir=%s" % work_dir, "template=%s" % template, *extra_vars,
+                          args=("-i", "localhost,"))
     laid = json.loads((tmp_path / "job.result.json").read_text()) if result.returncode == 0 else None
     return result, laid
 
@@ -61,3 +64,14 @@ def test_a_missing_template_is_named_and_nothing_is_written(tmp_path):
     assert result.returncode != 0 and laid is None
     assert "script_template:" in result.stdout and "nowhere.py.j2" in result.stdout, tail(result)
     assert not (tmp_path / "job").exists()
+
+
+def test_the_template_sees_where_a_dataset_of_the_controller_lands(tmp_path):
+    template = tmp_path / "train.py.j2"
+    template.write_text(TEMPLATE)
+    (tmp_path / "digits.npz").write_bytes(b"not really numpy")
+    result, _laid = lay(tmp_path, template, "data_src=%s" % (tmp_path / "digits.npz"))
+    assert result.returncode == 0, tail(result)
+    job = tmp_path / "job"
+    assert (job / "tasks" / "ps-0" / "train.py").read_text().endswith(f'DATA = "{job}/data/digits.npz"\n')
+    assert (job / "data" / "digits.npz").read_bytes() == b"not really numpy"

@@ -123,6 +123,8 @@ def render(task, variables):
     work_dir = template("{{ __training_work_dir }}", values)
     values.update(training_task={"type": task["type"], "index": task["index"]},
                   training_task_dir=_cluster().task_folder(work_dir, task["name"]))
+    if node_data(values):
+        values["training_data_path"] = node_data(values)
     return template(source, values)
 
 
@@ -138,13 +140,18 @@ def lay_down_package(lib_dir):
             f.write(content)
 
 
+def node_data(variables):
+    """Where the training_files action lays down the role's data_src (a built-in or local dataset); '' for a URL."""
+    source = template("{{ __training_data_source }}", variables)
+    return _cluster().data_path(template("{{ __training_work_dir }}", variables), os.path.basename(source)) if source else ""
+
+
 def copy_dataset(variables):
     """As the training_files action does with its data_src: a built-in or local dataset goes into the data folder."""
-    source = template("{{ __training_data_source }}", variables)
-    if source:
-        target = template("{{ __training_node_data }}", variables)
+    target = node_data(variables)
+    if target:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy(source, target)
+        shutil.copy(template("{{ __training_data_source }}", variables), target)
 
 
 def supervise(*args):
@@ -165,12 +172,12 @@ def prepare(work_dir, tasks, **training):
     spec = cluster_spec(tasks)
     dirs = {}
     for task in tasks:
-        task_dir = os.path.join(work_dir, "tasks", task["name"])
+        task_dir = _cluster().task_folder(work_dir, task["name"])
         os.makedirs(task_dir, exist_ok=True)
         with open(os.path.join(task_dir, "train.py"), "w") as f:
             f.write(render(task, variables))
         with open(os.path.join(task_dir, "tf_config.json"), "w") as f:
-            json.dump({"cluster": spec, "task": {"type": task["type"], "index": task["index"]}}, f)
+            json.dump(_cluster().tf_config(task, spec), f)
         dirs[task["name"]] = task_dir
     return dirs
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, TAG_CLUSTER
-from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import _node_tags, node_identity, provider_of
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity, provider_of, resource_tags
 
 Resource = namedtuple('Resource', ['kind', 'id', 'name', 'cluster'])
 
@@ -60,7 +60,7 @@ def find(driver, clusters=(), options=None):
         if str(node.state) in _GOING_NODE_STATES or (node.extra or {}).get('status') in _GOING_NODE_STATES:
             continue
         identity = node_identity(node)
-        add('node', node.id, node.name, identity.cluster if identity else _node_tags(node).get(TAG_CLUSTER))
+        add('node', node.id, node.name, identity.cluster if identity else resource_tags(node).get(TAG_CLUSTER))
 
     try:
         volumes = driver.list_volumes()
@@ -71,7 +71,7 @@ def find(driver, clusters=(), options=None):
         unchecked.append('volumes: %s' % (e or type(e).__name__))
     for volume in volumes:
         if str(getattr(volume, 'state', '')).lower() not in _GONE_VOLUME_STATES:
-            add('volume', volume.id, volume.name, _node_tags(volume).get(TAG_CLUSTER))
+            add('volume', volume.id, volume.name, resource_tags(volume).get(TAG_CLUSTER))
 
     access = provider_of(driver.type).access
     own = getattr(driver, 'ex_audit_found', None)

@@ -211,8 +211,9 @@ def node_defaults(driver):
     return dict(provider_of(driver.type).node_defaults)
 
 
-def _node_tags(node):
-    extra = node.extra or {}
+def resource_tags(resource):
+    """The tags of a node or volume that carry tfdist's cluster tag (EC2 tags, OpenStack metadata, GCE labels); {}."""
+    extra = resource.extra or {}
     for key in ('tags', 'metadata', 'labels'):
         value = extra.get(key)
         if isinstance(value, dict) and TAG_CLUSTER in value:
@@ -223,7 +224,7 @@ def _node_tags(node):
 def node_identity(node):
     """NodeIdentity from the node's tags, or from its name when the driver keeps no tags; None if not a tfdist node."""
     if tag_arg(node.driver):
-        tags = _node_tags(node)
+        tags = resource_tags(node)
         cluster, role, index = tags.get(TAG_CLUSTER), tags.get(TAG_ROLE), tags.get(TAG_INDEX)
     else:
         match = NODE_NAME_RE.match(node.name or '')
@@ -327,7 +328,7 @@ def node_to_dict(node, address='public'):
         'address': pick_address(public_ips, private_ips, address),
         'size': _ref_id(node.size, extra, _SIZE_KEYS),
         'image': _ref_id(node.image, extra, _IMAGE_KEYS),
-        'spot': _node_tags(node).get(TAG_SPOT) == 'true' or extra.get('instance_lifecycle') == 'spot',
+        'spot': resource_tags(node).get(TAG_SPOT) == 'true' or extra.get('instance_lifecycle') == 'spot',
         'extra': _json_safe(extra),
     }
 

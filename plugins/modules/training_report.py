@@ -245,8 +245,13 @@ def main():
         curve_path = os.path.join(folder, "loss.png")
         if not os.path.exists(curve_path) or os.path.getmtime(curve_path) < os.path.getmtime(history_path):
             title = f"{module.params['cluster']} ({module.params['cloud']}): {summary.get('strategy', '')}"
-            draw_loss_curve(history, curve_path, title)
-            changed = True
+            try:
+                draw_loss_curve(history, curve_path, title)
+                changed = True
+            except Exception as error:  # pylint: disable=broad-exception-caught
+                # A matplotlib that is installed but broken costs the picture, not the run's summary.
+                module.warn(f"matplotlib could not draw the loss curve: {error!r}")
+                curve_path = ""
     elif history:
         module.warn("matplotlib is not installed on the controller: no loss.png drawn")
 

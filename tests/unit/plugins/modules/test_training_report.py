@@ -50,3 +50,15 @@ def test_the_summary_and_the_loss_curve_are_written_once(report, finished_run):
 def test_a_missing_result_is_named(report, tmp_path):
     result = report()
     assert result["failed"] and result["msg"].startswith("artifacts_dir: no result.json in %s" % tmp_path)
+
+
+def test_a_broken_matplotlib_costs_the_curve_not_the_summary(report, finished_run, monkeypatch):
+    def broken(*_args):
+        raise ImportError("libfreetype.so.6: cannot open shared object file")
+
+    monkeypatch.setattr(training_report, "HAS_MATPLOTLIB", True)
+    monkeypatch.setattr(training_report, "draw_loss_curve", broken)
+    result = report()
+    assert not result.get("failed") and result["summary"]["steps"] == 300
+    assert result["loss_curve_path"] == "" and not (finished_run / "loss.png").exists()
+    assert any("matplotlib could not draw the loss curve" in warning for warning in result["warnings"])

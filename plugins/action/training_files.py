@@ -4,9 +4,10 @@
 
 The module runs on the host; a script template (script_template) and a dataset (data_src) live on
 the controller. Each task's script is rendered here, in the task's own process: no task of its own
-before the call. The template sees where the dataset lands on the host (training_data_path). Up to INLINE_LIMIT bytes the dataset travels inside the module's arguments: one
-call instead of the two of a copy (a stat, then the transfer), the largest cost of a deploy before
-its first step after the TF import. A larger file goes as ansible.builtin.copy sends it, after the call.
+before the call; the template sees where the dataset lands on the host (training_data_path). Up to
+INLINE_LIMIT bytes the dataset travels inside the module's arguments: one call instead of the two of
+a copy (a stat, then the transfer), the largest cost of a deploy before its first step after the TF
+import. A larger file goes as ansible.builtin.copy sends it, after the call.
 """
 
 from __future__ import annotations

@@ -293,8 +293,9 @@ def main():
         if missing:
             module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
     files = wanted_files(module)
-    folders = ["", _cluster.DATA_FOLDER, "tasks"] + [os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
-                                       for name in [t["name"] for t in p["tasks"]] + p["folders"]]
+    folders = ["", _cluster.DATA_FOLDER, "tasks"] + [
+        os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
+        for name in [t["name"] for t in p["tasks"]] + p["folders"]]
     made = [f for f in folders if not os.path.isdir(os.path.join(p["work_dir"], f))]
     written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]
     if not module.check_mode:

@@ -207,7 +207,7 @@ def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted,
 def test_a_hosted_task_is_stopped_or_killed_as_a_cold_one_would_be(hosted):
     host, warm, start = hosted
     host(2)
-    (served, _), (killed, _) = warm("ps-0"), warm("worker-0")
+    served, killed = warm("ps-0")[0], warm("worker-0")[0]
     start(served, "sleep")
     start(killed, "sleep")
     assert wait_until(lambda: "report" in _supervisor.log_tail(served) and "report" in _supervisor.log_tail(killed))

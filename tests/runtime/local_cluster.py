@@ -123,8 +123,9 @@ def render(task, variables):
     work_dir = template("{{ __training_work_dir }}", values)
     values.update(training_task={"type": task["type"], "index": task["index"]},
                   training_task_dir=_cluster().task_folder(work_dir, task["name"]))
-    if node_data(values):
-        values["training_data_path"] = node_data(values)
+    landed = node_data(values)
+    if landed:
+        values["training_data_path"] = landed
     return template(source, values)
 
 

@@ -61,9 +61,13 @@ deploy: setup
 destroy: setup
 	$(BIN)/ansible-playbook playbooks/destroy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)
 
-# The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites.
+# The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites in
+# TEST_WORKERS processes (pytest-xdist). Many tests wait on containers, daemons and training, so two workers
+# use a 2-core machine better than one. A file's tests stay together in one worker (--dist loadfile): their
+# module fixtures (an HDFS cluster, a trained local cluster) are set up once. TEST_WORKERS=0 runs them in one.
+TEST_WORKERS ?= 2
 test: setup lint sanity docs importer units sanity-oldest ee-context im-venv
-	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25
+	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -ra

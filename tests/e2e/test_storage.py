@@ -10,6 +10,7 @@ import pytest
 
 from ansible_cli import REPO, run_playbook, tail
 from emulators.ec2 import Ec2Emulator
+from processes import free_port_block
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
@@ -24,7 +25,7 @@ def bucket(ec2_emulator):
 def test_dataset_staged_into_s3_trains_and_the_model_lands_in_s3(ec2_emulator, bucket, cluster_name, tmp_path):
     env = dict(ec2_emulator.env, AWS_ENDPOINT_URL_S3=ec2_emulator.endpoint)
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", "tf_train_steps=300",
-                          f"tf_stage_data={DIGITS}", f"tf_data=s3://{bucket}/datasets/digits.npz",
+                          f"tf_port_base={free_port_block(4)}", f"tf_stage_data={DIGITS}", f"tf_data=s3://{bucket}/datasets/digits.npz",
                           f"tf_model_url=s3://{bucket}/models/{cluster_name}", env=env)
     assert result.returncode == 0, tail(result)
 

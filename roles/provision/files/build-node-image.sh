@@ -124,6 +124,11 @@ image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
 
 bash "$(dirname "$0")/ensure-docker.sh"
 
+# One build at a time on this machine (two deploys, or two test workers, starting at once): the second
+# waits, then finds the images the first one built.
+# A lock file this user cannot open (another user's) only costs that guard.
+if exec 9>>"${TMPDIR:-/tmp}/tfdist-build-node-image.lock"; then flock 9; fi 2>/dev/null
+
 # Build an image with its build function unless it exists (or --force); note the image it replaces.
 REPLACED=()
 build_image() {

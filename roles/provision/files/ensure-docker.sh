@@ -21,6 +21,11 @@ docker_ok() { docker info >/dev/null 2>&1; }
 
 docker_ok && exit 0
 
+# One start at a time (two deploys, or two test workers, at once): the second waits, then finds it answering.
+# A lock file this user cannot open (another user's) only costs that guard.
+if exec 9>>"${TMPDIR:-/tmp}/tfdist-ensure-docker.lock"; then flock 9; fi 2>/dev/null
+docker_ok && exit 0
+
 SUDO=
 if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null || { err "not root and no sudo: cannot install or start dockerd"; exit 1; }
@@ -42,8 +47,9 @@ fi
 if ! pgrep -x dockerd >/dev/null; then
     say "starting dockerd (log: $LOG)"
     $SUDO mkdir -p "$(dirname "$LOG")"
-    # setsid: the daemon must outlive this script and the process group of whoever called it.
-    $SUDO setsid dockerd </dev/null >>"$LOG" 2>&1 &
+    # setsid: the daemon must outlive this script and the process group of whoever called it; it must not
+    # keep the lock (fd 9) either.
+    $SUDO setsid dockerd </dev/null >>"$LOG" 2>&1 9>&- &
 fi
 
 for ((waited = 0; waited < TIMEOUT; waited++)); do

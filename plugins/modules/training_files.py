@@ -211,20 +211,29 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, read_env_file, warm, warm_host
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm, warm_host
 
 
-def task_env(task, params):
-    """The lines of a task's task.env (params: the module's work_dir, cluster_name, tasks and gpus)."""
-    task_dir = _cluster.task_folder(params["work_dir"], task["name"])
-    lines = ["TFDIST_CLUSTER=%s" % params["cluster_name"], "TFDIST_TASK=%s" % task["name"],
-             "TFDIST_WORK_DIR=%s" % params["work_dir"], "TFDIST_TASK_DIR=%s" % task_dir]
+# The prefix of a task's own variables in its task.env. The program reads them after its imports, so tasks whose
+# environments differ in these alone can share one import (warm_starts()).
+OWN_VARIABLES = "TFDIST_"
+
+
+def task_variables(task, params):
+    """A task's task.env as a dict (params: the module's work_dir, cluster_name, tasks and gpus)."""
+    variables = {OWN_VARIABLES + "CLUSTER": params["cluster_name"], OWN_VARIABLES + "TASK": task["name"],
+                 OWN_VARIABLES + "WORK_DIR": params["work_dir"],
+                 OWN_VARIABLES + "TASK_DIR": _cluster.task_folder(params["work_dir"], task["name"])}
     if params["gpus"] > 0 and len(params["tasks"]) > 1:
         # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
         gpu_tasks = [t["name"] for t in params["tasks"] if t["type"] in ("chief", "worker")]
-        device = str(gpu_tasks.index(task["name"]) % params["gpus"]) if task["name"] in gpu_tasks else ""
-        lines.append("CUDA_VISIBLE_DEVICES=%s" % device)
-    return "".join(line + "\n" for line in lines)
+        variables["CUDA_VISIBLE_DEVICES"] = str(gpu_tasks.index(task["name"]) % params["gpus"]) if task["name"] in gpu_tasks else ""
+    return variables
+
+
+def task_env(task, params):
+    """The lines of a task's task.env."""
+    return "".join("%s=%s\n" % item for item in task_variables(task, params).items())
 
 
 def wanted_files(module):
@@ -323,23 +332,18 @@ def main():
 def warm_starts(p, written, result):
     """Start the Python of each task whose files changed (or all, when the program changed); their names.
 
-    Tasks whose environments differ only in their own TFDIST_* variables (read by the program after its imports)
-    share one import: a warm host forks their Pythons. A task with a GPU of its own imports alone.
+    Tasks whose environments differ only in their own variables (OWN_VARIABLES) share one import: a warm host forks
+    their Pythons. A task with a GPU of its own imports alone.
     """
     program_changed = bool(result.get("package_written") or result.get("package_removed"))
-    folders = {}
+    folders, shared = {}, {}
     for task in p["tasks"]:
         folder = _cluster.task_folder(p["work_dir"], task["name"])
         if program_changed or any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
             folders[task["name"]] = folder
-    shared = {}
-    for name, folder in folders.items():
-        try:
-            env = read_env_file(os.path.join(folder, _cluster.TASK_ENV))
-        except (OSError, ValueError):
-            continue
-        common = tuple(sorted((key, value) for key, value in env.items() if not key.startswith("TFDIST_")))
-        shared.setdefault(common, []).append(name)
+            variables = task_variables(task, p)
+            common = tuple(sorted((key, value) for key, value in variables.items() if not key.startswith(OWN_VARIABLES)))
+            shared.setdefault(common, []).append(task["name"])
     hosts = {}
     for number, (common, names) in enumerate(sorted(shared.items())):
         if len(names) < 2:

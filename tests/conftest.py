@@ -25,16 +25,3 @@ if not any(type(finder).__name__ == "_AnsibleCollectionFinder" for finder in sys
     init_plugin_loader([COLLECTIONS])
 
 pytest_plugins = ["emulators.fixtures", "docker_engine"]
-
-# make test hands whole files to its pytest-xdist workers (--dist loadfile) in collection order. The longest files
-# go first, so that the run does not end with one worker busy on a long file and the other idle.
-LONGEST_FILES = ["molecule/test_molecule.py", "e2e/test_deploy_docker.py", "e2e/test_restart.py",
-                 "e2e/test_deploy_local.py", "e2e/test_deploy_docker_hdfs.py"]
-
-
-def pytest_collection_modifyitems(items):
-    def rank(item):
-        path = os.path.relpath(str(item.path), TESTS)
-        return LONGEST_FILES.index(path) if path in LONGEST_FILES else len(LONGEST_FILES)
-
-    items.sort(key=rank)  # stable: the order within a file and among the other files stays

@@ -10,7 +10,8 @@ drivers, _libcloud.node_identity):
 - nodes: every node of driver.list_nodes() that node_identity() recognises, and every other node tagged with a
   cluster (a helper VM the user tagged for the cluster: destroy leaves it, as it is no TF node of the cluster);
   terminated nodes (EC2 lists them for a while) are gone and left out;
-- volumes, on drivers with list_volumes(), tagged with a cluster (a disk that outlived its node);
+- volumes, on drivers with list_volumes(), tagged with a cluster, or named after a cluster's node as the boot disks
+  of GCE and Azure are (a disk that outlived its node);
 - the key pairs and firewalls, by the rules the cloud's ClusterAccess.present() and absent() follow: its
   found() (_cloud_<name>.py);
 - drivers of tfdist's own (docker) list what else they make with ex_audit_found() (the cluster networks).
@@ -26,14 +27,14 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity, provider_of, resource_tags
 
 Resource = namedtuple('Resource', ['kind', 'id', 'name', 'cluster'])
 
 # The order in which a cluster's resources are listed: what costs most first.
-KINDS = ('node', 'volume', 'network', 'key pair', 'security group', 'firewall rule', 'network security group',
-         'subnet')
+KINDS = ('node', 'volume', 'network interface', 'network', 'key pair', 'security group', 'firewall rule',
+         'network security group', 'subnet')
 _GONE_VOLUME_STATES = ('deleting', 'deleted')
 # A node on its way out is not left behind: libcloud's terminated, and EC2's shutting-down (libcloud says unknown
 # and keeps EC2's own state in extra.status) for the minute after TerminateInstances.
@@ -56,14 +57,15 @@ def find(driver, clusters=(), options=None):
         if isinstance(cluster, str) and CLUSTER_NAME_RE.match(cluster) and (not wanted or cluster in wanted):
             found.append(Resource(kind, str(ident), name, cluster))
 
-    for node in driver.list_nodes():
+    provider = provider_of(driver.type)
+    for node in driver.list_nodes(**provider.audit_args):
         if str(node.state) in _GOING_NODE_STATES or (node.extra or {}).get('status') in _GOING_NODE_STATES:
             continue
         identity = node_identity(node)
         add('node', node.id, node.name, identity.cluster if identity else resource_tags(node).get(TAG_CLUSTER))
 
     try:
-        volumes = driver.list_volumes()
+        volumes = driver.list_volumes(**provider.audit_args)
     except NotImplementedError:  # a cloud without volumes of its own (docker)
         volumes = []
     except Exception as e:  # listed as not checked rather than failing the whole audit
@@ -71,9 +73,11 @@ def find(driver, clusters=(), options=None):
         unchecked.append('volumes: %s' % (e or type(e).__name__))
     for volume in volumes:
         if str(getattr(volume, 'state', '')).lower() not in _GONE_VOLUME_STATES:
-            add('volume', volume.id, volume.name, resource_tags(volume).get(TAG_CLUSTER))
+            named = NODE_NAME_RE.match(str(volume.name or ''))
+            add('volume', volume.id, volume.name,
+                resource_tags(volume).get(TAG_CLUSTER) or (named.group('cluster') if named else None))
 
-    access = provider_of(driver.type).access
+    access = provider.access
     own = getattr(driver, 'ex_audit_found', None)
     if access is not None:
         try:

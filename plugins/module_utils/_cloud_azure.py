@@ -2,7 +2,8 @@
 # Apache-2.0 (see LICENSE)
 
 """Microsoft Azure Resource Manager (libcloud provider `azure_arm`): service-principal credentials, location,
-tags, marketplace image URNs, and the cluster's network security group on a subnet of its own.
+tags, marketplace image URNs, and the cluster's network security group on a subnet of its own (with the nodes' NICs,
+which destroy removes with their VMs, or alone where a VM was never made).
 
 Private to the collection (leading underscore): the API may change between releases.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
@@ -33,6 +34,11 @@ def list_images(driver, wanted):
             for value in wanted if len(str(value).split(':')) == 4]
 
 
+def nic_subnet(ip_configuration):
+    """The lower-cased id of the subnet a NIC's IP configuration is on ('' when none)."""
+    return str(((ip_configuration.get('properties') or {}).get('subnet') or {}).get('id') or '').lower()
+
+
 class AzureAccess(ClusterAccess):
     """A network security group tfdist-<cluster>, tagged, on a subnet of its own in the given virtual network.
 
@@ -45,6 +51,10 @@ class AzureAccess(ClusterAccess):
     def _nsg_path(self):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s'
                 % (self.driver.subscription_id, self._option('resource_group'), self.name))
+
+    def _nics_path(self):
+        return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkInterfaces'
+                % (self.driver.subscription_id, self._option('resource_group')))
 
     def _subnet_path(self):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s'
@@ -114,12 +124,22 @@ class AzureAccess(ClusterAccess):
         facts['public_key'] = public_key
         return facts
 
+    def _loose_nics(self):
+        """The NICs on the cluster's subnet that no VM holds: libcloud makes a node's NIC before its VM, so a create
+        that failed leaves one, and it keeps the subnet in use for good."""
+        subnet = self._subnet_path().lower()
+        return [nic for nic in (self._get(self._nics_path()) or {}).get('value') or []
+                if not (nic.get('properties') or {}).get('virtualMachine')
+                and subnet in [nic_subnet(config) for config in (nic.get('properties') or {}).get('ipConfigurations') or []]]
+
     def absent(self, check_mode=False):
         from libcloud.common.exceptions import BaseHTTPError
-        for what, path in (('subnet', self._subnet_path()), ('network security group', self._nsg_path())):
+        doomed = [('network interface %s' % nic.get('name'), nic.get('id')) for nic in self._loose_nics()]
+        doomed += [('subnet %s' % self.name, self._subnet_path()), ('network security group %s' % self.name, self._nsg_path())]
+        for what, path in doomed:
             if self._get(path) is None:
                 continue
-            self.changed('%s %s' % (what, self.name))
+            self.changed(what)
             if not check_mode:
                 def delete(path=path):
                     try:
@@ -127,7 +147,7 @@ class AzureAccess(ClusterAccess):
                     except BaseHTTPError as e:
                         raise RuntimeError('%s' % e)
                     return True
-                retry_while_in_use(delete, '%s %s' % (what, self.name))
+                retry_while_in_use(delete, what)
 
     @classmethod
     def found(cls, driver, options):
@@ -145,6 +165,14 @@ class AzureAccess(ClusterAccess):
             cluster = access_cluster(subnet.get('name'))
             if cluster:
                 found.append(('subnet', subnet.get('id'), subnet.get('name'), cluster))
+        # A node's NIC (<node>-nic, on the cluster's subnet) outlives it when its VM was never made or destroy stopped.
+        for nic in (access._get(access._nics_path()) or {}).get('value') or []:
+            named = NODE_NAME_RE.match(str(nic.get('name') or '').rpartition('-nic')[0])
+            on = [access_cluster(nic_subnet(config).rpartition('/')[2])
+                  for config in (nic.get('properties') or {}).get('ipConfigurations') or []]
+            cluster = next((c for c in on if c), named.group('cluster') if named else None)
+            if cluster:
+                found.append(('network interface', nic.get('id'), nic.get('name'), cluster))
         return found
 
     @staticmethod

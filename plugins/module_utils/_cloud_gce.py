@@ -135,4 +135,6 @@ PROVIDER = CloudProvider(
     # scheduling.preemptible (libcloud 3.9 knows no provisioningModel SPOT): no automatic restart, no live migration.
     spot_args={'ex_preemptible': True, 'ex_automatic_restart': False, 'ex_on_host_maintenance': 'TERMINATE'},
     spot_name='preemptible',
+    # A cluster made with another zone's profile is still found.
+    audit_args={'ex_zone': 'all'},
 )

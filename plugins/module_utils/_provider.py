@@ -49,11 +49,13 @@ class CloudProvider:
                    None: libcloud's driver cannot ask for it, and spot nodes are refused
     spot_name      what this cloud calls that capacity, in the plan and in errors
     node_defaults  create_node arguments every node of this cloud gets (create_args may override them)
+    audit_args     list_nodes and list_volumes arguments that make them see the whole account, for the leak audit
+                   (GCE lists one zone unless told otherwise); None: the driver's defaults
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
-                 size_facts=None, spot_args=None, spot_name='spot', node_defaults=None):
+                 size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -69,6 +71,7 @@ class CloudProvider:
         self.spot_args = None if spot_args is None else dict(spot_args)
         self.spot_name = spot_name
         self.node_defaults = dict(node_defaults or {})
+        self.audit_args = dict(audit_args or {})
 
 
 def from_env(names):

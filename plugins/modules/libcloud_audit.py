@@ -14,12 +14,14 @@ description:
   - Nodes, those of the cluster (tagged C(tfdist_cluster), C(tfdist_role), C(tfdist_index), or named
     C({cluster}-{role}-{index}) on drivers without tags) and any other node tagged with a cluster, such as a
     helper machine tagged by hand. Terminated nodes are left out.
-  - Volumes tagged with a cluster, on drivers that list volumes.
+  - Volumes tagged with a cluster, or named after a node of one (C({cluster}-{role}-{index}), as the boot disks of
+    V(gce) and V(azure_arm) are), on drivers that list volumes. V(gce) nodes and disks are looked for in every zone.
   - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}).
   - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither).
   - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) (firewalls carry no labels).
-  - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in the resource group C(resource_group) of O(options), and
-    subnets C(tfdist-{cluster}) of its virtual network C(network).
+  - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in the resource group C(resource_group) of O(options),
+    subnets C(tfdist-{cluster}) of its virtual network C(network), and network interfaces on such a subnet or named
+    C({cluster}-{role}-{index}-nic) (libcloud makes one before each VM; a VM that was never made leaves it).
   - V(docker) containers (the nodes) and the cluster networks C(tfdist-{cluster}), labelled C(tfdist.managed=true).
   - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
     run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
@@ -89,7 +91,7 @@ resources:
   contains:
     kind:
       description:
-        - V(node), V(volume), V(network), V(key pair), V(security group), V(firewall rule), V(network security group)
+        - V(node), V(volume), V(network interface), V(network), V(key pair), V(security group), V(firewall rule), V(network security group)
           or V(subnet).
       type: str
       sample: security group

@@ -41,6 +41,7 @@ from libcloud.compute.drivers.openstack import (
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _access
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import AzureAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import GceAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_openstack import OpenStackAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
@@ -577,6 +578,8 @@ class AzureCloud:
     VNET = "vnet-tfdist"
     PREFIX = "10.0.42.0/24"
     OPTIONS = {"resource_group": RESOURCE_GROUP, "location": "westeurope", "network": VNET, "subnet_prefix": PREFIX}
+    # What a GET lists (ARM answers a list of the children of an existing parent).
+    COLLECTIONS = ("/networkinterfaces", "/networksecuritygroups", "/subnets")
 
     def __init__(self):
         self.resources = {}  # lower-cased path -> resource JSON (ARM ids are case-insensitive)
@@ -605,6 +608,9 @@ class AzureCloud:
         assert params and params.get("api-version"), "ARM refuses a request without api-version"
         key = action.lower()
         if method == "GET":
+            if key.endswith(self.COLLECTIONS) and self._parent(key) in self.resources:
+                return response({"value": [copy.deepcopy(r) for path, r in sorted(self.resources.items())
+                                           if path.rsplit("/", 1)[0] == key]})
             if key not in self.resources:
                 raise exception_from_message(404, "[ResourceNotFound] The Resource '%s' was not found." % action)
             return response(copy.deepcopy(self.resources[key]))
@@ -616,8 +622,8 @@ class AzureCloud:
         if method == "DELETE":
             if key not in self.resources:
                 return response(None, 204)
-            if self.in_use[key]:
-                self.in_use[key] -= 1
+            if self.in_use[key] or self.nics_on(action):
+                self.in_use[key] = max(self.in_use[key] - 1, 0)
                 raise exception_from_message(400, "[InUseSubnetCannotBeDeleted] Subnet %s is in use by a NIC" % NAME)
             attached = [r for r in self.resources.values()
                         if r.get("properties", {}).get("networkSecurityGroup", {}).get("id", "").lower() == key]
@@ -655,6 +661,21 @@ class AzureCloud:
 
     def get(self, path):
         return self.resources.get(path.lower())
+
+    def nic_path(self, name):
+        return self.vnet_path.split("/providers/")[0] + "/providers/Microsoft.Network/networkInterfaces/" + name
+
+    def put_nic(self, name, subnet_path, vm=None):
+        """A NIC as libcloud's create_node makes it (untagged, one IP configuration), held by a VM or not."""
+        properties = {"ipConfigurations": [{"name": "myip1", "properties": {"subnet": {"id": subnet_path}}}]}
+        if vm:
+            properties["virtualMachine"] = {"id": vm}
+        return self._put(self.nic_path(name), {"location": "westeurope", "tags": {}, "properties": properties})
+
+    def nics_on(self, subnet_path):
+        return [r["name"] for r in self.resources.values() if "ipConfigurations" in r.get("properties", {})
+                and subnet_path.lower() in [c["properties"]["subnet"]["id"].lower()
+                                            for c in r["properties"]["ipConfigurations"]]]
 
     def rules(self):
         return dict((r["name"], r["properties"]) for r in self.get(self.nsg_path)["properties"]["securityRules"])
@@ -772,6 +793,60 @@ def test_azure_absent_removes_subnet_then_group_retrying_while_in_use(azure, clo
         ("DELETE", azure.nsg_path)]
     assert access.changes == ["subnet " + NAME, "network security group " + NAME]
     assert clock.sleeps == [_access.DELETE_RETRY_PERIOD] * 2
+
+
+def test_azure_absent_removes_the_nic_a_failed_create_left_then_the_subnet(azure, clock):
+    azure_access(azure).present(PUBKEY)
+    # create_node made worker-1's NIC, then its VM failed; a user's NIC on another subnet of the vnet is no concern.
+    azure.put_nic(CLUSTER + "-worker-1-nic", azure.subnet_path)
+    azure.put_nic("db-nic", azure.vnet_path + "/subnets/default")
+    azure.writes.clear()
+
+    access = azure_access(azure)
+    access.absent()
+
+    assert azure.get(azure.nic_path(CLUSTER + "-worker-1-nic")) is None
+    assert azure.get(azure.subnet_path) is None and azure.get(azure.nsg_path) is None
+    assert azure.get(azure.nic_path("db-nic")) is not None
+    assert access.changes == ["network interface %s-worker-1-nic" % CLUSTER, "subnet " + NAME,
+                              "network security group " + NAME]
+    assert [w[1] for w in azure.writes] == [azure.nic_path(CLUSTER + "-worker-1-nic"), azure.subnet_path, azure.nsg_path]
+
+
+def test_azure_absent_leaves_a_nic_its_vm_still_holds_and_names_the_subnet_it_keeps(azure, clock):
+    azure_access(azure).present(PUBKEY)
+    azure.put_nic(CLUSTER + "-worker-0-nic", azure.subnet_path, vm="/subscriptions/x/virtualMachines/" + CLUSTER + "-worker-0")
+
+    with pytest.raises(TfdistCloudError, match=r"could not remove subnet %s: .*InUseSubnetCannotBeDeleted" % NAME):
+        azure_access(azure).absent()
+
+    assert azure.get(azure.nic_path(CLUSTER + "-worker-0-nic")) is not None
+    assert azure.get(azure.nsg_path) is not None
+
+
+def test_azure_absent_in_check_mode_lists_the_loose_nic_and_removes_nothing(azure):
+    azure_access(azure).present(PUBKEY)
+    azure.put_nic(CLUSTER + "-ps-0-nic", azure.subnet_path)
+    azure.writes.clear()
+
+    access = azure_access(azure)
+    access.absent(check_mode=True)
+
+    assert access.changes[0] == "network interface %s-ps-0-nic" % CLUSTER and azure.writes == []
+
+
+def test_azure_audit_finds_each_clusters_group_subnet_and_nics(azure):
+    azure_access(azure).present(PUBKEY)
+    azure.put_nic(CLUSTER + "-worker-1-nic", azure.subnet_path)                 # on the cluster's subnet
+    azure.put_nic("other-chief-0-nic", azure.vnet_path + "/subnets/default")  # named after a node of cluster other
+    azure.put_nic("db-nic", azure.vnet_path + "/subnets/default")              # the user's
+
+    found = sorted((kind, name, cluster) for kind, ident, name, cluster
+                   in AzureAccess.found(azure.driver, dict(AzureCloud.OPTIONS)))
+
+    assert found == [("network interface", CLUSTER + "-worker-1-nic", CLUSTER),
+                     ("network interface", "other-chief-0-nic", "other"),
+                     ("network security group", NAME, CLUSTER), ("subnet", NAME, CLUSTER)]
 
 
 def test_azure_absent_with_nothing_there_changes_nothing(azure):

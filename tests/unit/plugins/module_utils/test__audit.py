@@ -75,3 +75,45 @@ def test_the_audit_lists_what_carries_a_clusters_tag_and_leaves_out_what_is_gone
 def test_a_cloud_without_volumes_is_audited_without_them():
     found, unchecked = find(FakeDriver(nodes=[node('i-1', 'a-chief-0', **tf_tags('a', 'chief', 0))]))
     assert [r.id for r in found] == ['i-1'] and unchecked == []
+
+
+def test_a_boot_disk_named_after_a_clusters_node_is_the_clusters_without_a_tag():
+    # GCE and Azure name a node's boot disk after the node and copy none of its labels or tags onto it.
+    driver = FakeDriver(volumes=[
+        dict(id='d-1', name='demo-worker-1', state='available', extra={'tags': {}}),
+        dict(id='d-2', name='demo-disk', state='available', extra={'tags': {}}),  # no node's name
+    ])
+
+    found, _unchecked = find(driver)
+
+    assert [(r.cluster, r.kind, r.name) for r in found] == [('demo', 'volume', 'demo-worker-1')]
+
+
+class EveryZoneDriver(FakeDriver):
+    """GCE's driver: it lists the nodes and disks of its own zone unless ex_zone='all' is asked for."""
+
+    type = 'gce'
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.zones_asked = []
+
+    def list_nodes(self, ex_zone=None):
+        self.zones_asked.append(('nodes', ex_zone))
+        return self.nodes
+
+    def list_volumes(self, ex_zone=None):
+        self.zones_asked.append(('volumes', ex_zone))
+        return [SimpleNamespace(**volume) for volume in self.volumes or []]
+
+    def ex_list_firewalls(self):
+        return []
+
+
+def test_the_audit_looks_in_every_zone_of_a_zoned_cloud():
+    driver = EveryZoneDriver(nodes=[node('n-1', 'demo-chief-0', **tf_tags('demo', 'chief', 0))])
+
+    found, _unchecked = find(driver)
+
+    assert driver.zones_asked == [('nodes', 'all'), ('volumes', 'all')]
+    assert [r.id for r in found] == ['n-1']

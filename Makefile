@@ -65,8 +65,13 @@ destroy: setup
 # TEST_WORKERS processes (pytest-xdist). Many tests wait on containers, daemons and training, so two workers
 # use a 2-core machine better than one. A file's tests stay together in one worker (--dist loadfile): their
 # module fixtures (an HDFS cluster, a trained local cluster) are set up once. TEST_WORKERS=0 runs them in one.
+# The checks before them are single-threaded tools, so they run two at a time (a target's output is shown
+# together, when it ends); then pytest has both cores.
 TEST_WORKERS ?= 2
-test: setup lint sanity docs importer units sanity-oldest ee-context im-venv
+CHECKS := lint sanity docs importer units sanity-oldest ee-context im-venv
+test: setup
+	@echo "make test: $(CHECKS), two at a time"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
 	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: setup
@@ -110,8 +115,10 @@ $(CHECK_STAMPS)/sanity: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 
 # The same tests pytest runs from tests/unit, as ansible-test runs them: each test context in its own
 # virtualenv with tests/unit/requirements.txt, module tests seeing only ansible.module_utils.
+# Its own copy of the tree: `make sanity` may be running on the other one.
 $(CHECK_STAMPS)/units: $(STAMP) $(COLLECTION_FILES)
-	PATH=$(CURDIR)/$(BIN):$$PATH scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
+	PATH=$(CURDIR)/$(BIN):$$PATH ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-units \
+		scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
 	@mkdir -p $(dir $@) && touch $@
 
 $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)

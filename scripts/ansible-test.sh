@@ -15,7 +15,7 @@
 #
 # Environment: BIN, the bin folder of the virtualenv whose ansible-test runs (default .venv/bin);
 # ANSIBLE_TEST_COPY, where the copy goes (default .cache/ansible-test; one per ansible-core version,
-# since tests/output/ keeps that version's virtualenvs).
+# since tests/output/ keeps that version's virtualenvs, and one per run that may overlap another).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,10 @@ from ansible_test._internal.python_requirements import get_venv_packages
 print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
 GET_PIP=$HOME/.ansible/test/cache/get_pip_${PIP_VERSION//./_}.py
 mkdir -p "$(dirname "$GET_PIP")"
-cmp -s "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP" || cp "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP"
+# Written whole, then renamed: another ansible-test run (make test runs two) may be reading it.
+if ! cmp -s "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP"; then
+    cp "$ROOT/scripts/ansible-test-get-pip.py" "$GET_PIP.$$" && mv -f "$GET_PIP.$$" "$GET_PIP"
+fi
 
 # A fresh copy of the files git knows (deleted ones left out), keeping .git and tests/output.
 mkdir -p "$DEST"

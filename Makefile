@@ -92,6 +92,14 @@ CHECKS_STAMP := $(CHECKS_VENV)/.installed-$(shell sha256sum requirements-checks.
 CHECK_STAMPS := .cache/stamps
 # Every file git tracks or would track (deleted ones left out).
 COLLECTION_FILES := $(wildcard $(shell git ls-files --cached --others --exclude-standard 2>/dev/null))
+# The collection tarball as Galaxy gets it, built once per change of the collection's files: `make build`,
+# the importer and the execution environment all take this one.
+COLLECTION_TARBALL := build/tfdist-cluster-$(shell sed -n 's/^version: *//p' galaxy.yml).tar.gz
+
+$(COLLECTION_TARBALL): $(STAMP) $(COLLECTION_FILES)
+	@mkdir -p $(dir $@)
+	$(BIN)/ansible-galaxy collection build --force --output-path $(dir $@) .
+
 SANITY_PYTHON ?= 3.11
 
 checks-setup: $(CHECKS_STAMP)
@@ -115,10 +123,8 @@ $(CHECK_STAMPS)/sanity: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
 
 # The same tests pytest runs from tests/unit, as ansible-test runs them: each test context in its own
 # virtualenv with tests/unit/requirements.txt, module tests seeing only ansible.module_utils.
-# Its own copy of the tree: `make sanity` may be running on the other one.
 $(CHECK_STAMPS)/units: $(STAMP) $(COLLECTION_FILES)
-	PATH=$(CURDIR)/$(BIN):$$PATH ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-units \
-		scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
 	@mkdir -p $(dir $@) && touch $@
 
 $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
@@ -130,26 +136,25 @@ $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTIO
 # galaxy-importer on the tarball as Galaxy gets it: ansible-doc, ansible-lint (offline) and its own
 # checks, no ansible-test (it would need containers), so nothing leaves the machine. It logs some
 # errors (ansible-doc failing) and still exits 0: any ERROR line fails the check.
-$(CHECK_STAMPS)/importer: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
+$(CHECK_STAMPS)/importer: $(COLLECTION_TARBALL) $(CHECKS_STAMP)
 	@rm -rf .cache/importer && mkdir -p .cache/importer
-	$(BIN)/ansible-galaxy collection build --force --output-path .cache/importer .
+	cp $(COLLECTION_TARBALL) .cache/importer/
 	cd .cache/importer && PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH \
 		GALAXY_IMPORTER_RUN_ANSIBLE_TEST=False GALAXY_IMPORTER_OFFLINE_ANSIBLE_LINT=True \
 		GALAXY_IMPORTER_TMP_ROOT_DIR=$(CURDIR)/.cache/importer \
-		$(CURDIR)/$(CHECKS_BIN)/python -m galaxy_importer.main tfdist-cluster-*.tar.gz > import.log 2>&1; \
+		$(CURDIR)/$(CHECKS_BIN)/python -m galaxy_importer.main $(notdir $(COLLECTION_TARBALL)) > import.log 2>&1; \
 		status=$$?; cat import.log; test $$status = 0 && ! grep -q '^ERROR' import.log
 	@mkdir -p $(dir $@) && touch $@
 
-# The execution environment (execution-environment.yml, ansible-builder 3): the collection built from this checkout
-# into .cache/ee/tfdist-cluster.tar.gz, the build context from `ansible-builder create` in .cache/ee/context, then
+# The execution environment (execution-environment.yml, ansible-builder 3): the collection tarball of this checkout
+# copied to .cache/ee/tfdist-cluster.tar.gz, the build context from `ansible-builder create` in .cache/ee/context, then
 # scripts/check-ee-context.py: what the image installs is requirements.txt and bindep.txt, none of requirements-dev.txt.
 EE_DIR := .cache/ee
 ee-context: $(CHECK_STAMPS)/ee-context
 
-$(CHECK_STAMPS)/ee-context: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES)
-	@rm -rf $(EE_DIR)/build $(EE_DIR)/context && mkdir -p $(EE_DIR)/build
-	$(BIN)/ansible-galaxy collection build --force --output-path $(EE_DIR)/build .
-	mv $(EE_DIR)/build/tfdist-cluster-*.tar.gz $(EE_DIR)/tfdist-cluster.tar.gz && rmdir $(EE_DIR)/build
+$(CHECK_STAMPS)/ee-context: $(COLLECTION_TARBALL) $(CHECKS_STAMP)
+	@rm -rf $(EE_DIR)/context && mkdir -p $(EE_DIR)
+	cp $(COLLECTION_TARBALL) $(EE_DIR)/tfdist-cluster.tar.gz
 	$(CHECKS_BIN)/ansible-builder create --file execution-environment.yml --context $(EE_DIR)/context --output-filename Containerfile
 	$(CHECKS_BIN)/python scripts/check-ee-context.py $(EE_DIR)/context
 	@mkdir -p $(dir $@) && touch $@
@@ -161,7 +166,7 @@ ee-image: ee-context
 
 # The oldest ansible-core that meta/runtime.yml claims (requires_ansible: ">=X.Y.Z" gives X.Y.Z), in its own
 # virtualenv with the collection's requirements.txt: ansible-test's quick sanity tests and the unit tests run
-# on it (on a copy under .cache/ansible-test-X.Y.Z), then playbooks/check.yml on cloud=local.
+# on it, then playbooks/check.yml on cloud=local.
 # `make sanity` and `make units` run the newest, .venv's ansible-core (requirements-dev.txt).
 OLDEST_CORE := $(shell sed -n 's/^requires_ansible: *">=\([0-9.]*\)".*/\1/p' meta/runtime.yml)
 OLDEST_VENV := .cache/core-$(OLDEST_CORE)-venv
@@ -177,10 +182,8 @@ $(OLDEST_STAMP): requirements.txt meta/runtime.yml
 	@rm -f $(OLDEST_VENV)/.installed-* && touch $@
 
 $(CHECK_STAMPS)/sanity-oldest: $(OLDEST_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
-	BIN=$(CURDIR)/$(OLDEST_VENV)/bin ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-$(OLDEST_CORE) \
-		scripts/ansible-test.sh sanity --venv --python $(SANITY_PYTHON) $(OLDEST_SANITY)
-	BIN=$(CURDIR)/$(OLDEST_VENV)/bin ANSIBLE_TEST_COPY=$(CURDIR)/.cache/ansible-test-$(OLDEST_CORE) \
-		scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
+	BIN=$(CURDIR)/$(OLDEST_VENV)/bin scripts/ansible-test.sh sanity --venv --python $(SANITY_PYTHON) $(OLDEST_SANITY)
+	BIN=$(CURDIR)/$(OLDEST_VENV)/bin scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
 	PATH=$(CURDIR)/$(OLDEST_VENV)/bin:$$PATH ansible-playbook playbooks/check.yml -e cloud=local
 	@mkdir -p $(dir $@) && touch $@
 
@@ -202,9 +205,7 @@ $(IM_STAMP): tests/im/requirements.txt
 changelog: $(CHECKS_STAMP)
 	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-changelog generate
 
-build: setup
-	@mkdir -p build
-	$(BIN)/ansible-galaxy collection build --force --output-path build .
+build: $(COLLECTION_TARBALL)
 
 bench: setup
 	$(BIN)/python bench/deploy_overhead.py

@@ -7,15 +7,16 @@
 # ansible-test needs:
 # - the collection at a path ending in ansible_collections/<namespace>/<name>; it resolves the
 #   working directory, so the .collections symlink does not do: the tracked and untracked (not
-#   ignored) files are copied to .cache/ansible-test/ansible_collections/<namespace>/<name>;
+#   ignored) files are copied to
+#   .cache/ansible-test/<ansible-core version>-<command>/ansible_collections/<namespace>/<name>:
+#   one copy per version (its tests/output/ keeps that version's virtualenvs) and per command
+#   (make test runs sanity and units at the same time, and each copy is refreshed at its start);
 # - a git tree there, with its own tests/output/ ignored (else it lints its own virtualenvs);
 # - get-pip.py for every virtualenv it makes, which it downloads from a host outside the
 #   package registries unless a copy is cached: scripts/ansible-test-get-pip.py stands in.
 # The copy's tests/output/ (ansible-test's own virtualenv) is kept between runs.
 #
-# Environment: BIN, the bin folder of the virtualenv whose ansible-test runs (default .venv/bin);
-# ANSIBLE_TEST_COPY, where the copy goes (default .cache/ansible-test; one per ansible-core version,
-# since tests/output/ keeps that version's virtualenvs, and one per run that may overlap another).
+# Environment: BIN, the bin folder of the virtualenv whose ansible-test runs (default .venv/bin).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,8 @@ read -r NAMESPACE NAME < <("$BIN/python" -c '
 import sys, yaml
 galaxy = yaml.safe_load(open(sys.argv[1]))
 print(galaxy["namespace"], galaxy["name"])' "$ROOT/galaxy.yml")
-DEST=${ANSIBLE_TEST_COPY:-$ROOT/.cache/ansible-test}/ansible_collections/$NAMESPACE/$NAME
+CORE_VERSION=$("$BIN/python" -c 'from ansible.release import __version__; print(__version__)')
+DEST=$ROOT/.cache/ansible-test/$CORE_VERSION-$1/ansible_collections/$NAMESPACE/$NAME
 
 # The pip version ansible-test bootstraps decides the cached file's name (get_pip_24_2.py).
 PIP_VERSION=$("$BIN/python" -c '

@@ -10,10 +10,11 @@ model or the storage policy call them (module_utils._cluster.count_error, the st
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 
-from ansible.module_utils.parsing.convert_bool import BOOLEANS
+from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
@@ -23,7 +24,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import ST
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
-            "tf_stage_data", "tf_data")
+            "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from", "tf_hdfs_ports", "teardown")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -43,6 +44,14 @@ RADL_FIELDS = (
     ("tf_workers", "workers", "deploy worker"),
     ("tf_ps", "ps", "deploy ps"),
     ("tf_evaluators", "evaluators", "deploy evaluator"),
+)
+
+# The switches, each read with Ansible's bool filter (tf_spot | bool): a word it does not know would read as false.
+FLAGS = (
+    ("tf_spot", "spot or preemptible nodes where the cloud has them"),
+    ("tf_hdfs", "HDFS on the cluster"),
+    ("tf_tensorboard", "TensorBoard on the leader"),
+    ("teardown", "remove the cluster once the model is kept"),
 )
 
 
@@ -96,9 +105,9 @@ def choice_errors(s):
         yield "tf_chief_name: must be chief or master (Estimator-era scripts), got '%s'" % text(s["tf_chief_name"])
     if s["tf_strategy"] not in STRATEGIES:
         yield "tf_strategy: must be parameter_server or multi_worker_mirrored, got '%s'" % text(s["tf_strategy"])
-    if text(s["tf_spot"]).lower() not in BOOLEANS:  # what Ansible's bool filter reads (tf_spot | bool)
-        yield ("tf_spot: must be true or false (spot or preemptible nodes where the cloud has them), got '%s'"
-               % text(s["tf_spot"]))
+    for field, why in FLAGS:
+        if text(s[field]).lower() not in BOOLEANS:
+            yield "%s: must be true or false (%s), got '%s'" % (field, why, text(s[field]))
     if s["tf_restart"] not in ("never", "on_failure"):
         yield ("tf_restart: must be never or on_failure (replace what was lost and resume), got '%s'"
                % text(s["tf_restart"]))
@@ -107,9 +116,31 @@ def choice_errors(s):
                % text(s["tf_idle_minutes"]))
     if s["tf_worker_loss"] not in ("fail", "tolerate"):
         yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
+    for cidr in filter(None, (item.strip() for item in text(s["tf_ssh_from"]).split(","))):
+        why = cidr_error(cidr)
+        if why:
+            yield ("tf_ssh_from: '%s' is not a network the firewall can let in (%s); give ADDRESS/BITS, "
+                   "comma-separated, e.g. 203.0.113.7/32" % (cidr, why))
+    ports = s["tf_hdfs_ports"]
+    ports_fine = isinstance(ports, list) and all(WHOLE_NUMBER.match(text(port)) and 0 < int(text(port)) < 65536
+                                                 for port in ports)
+    if not ports_fine:
+        yield ("tf_hdfs_ports: must be a list of port numbers (1-65535), e.g. -e '{\"tf_hdfs_ports\": "
+               "[8020, 9864, 9866, 9867, 9870]}', got %r" % (ports,))
     if s["tf_strategy"] != "parameter_server" and whole(s["tf_ps"]) != 0:
         yield ("tf_ps: multi_worker_mirrored uses no parameter servers; leave tf_ps unset or set it to 0 (got %s)"
                % text(s["tf_ps"]))
+
+
+def cidr_error(cidr):
+    """Why a CIDR of tf_ssh_from cannot be a firewall rule, '' when it can."""
+    if "/" not in cidr:
+        return "no /BITS"
+    try:
+        ipaddress.ip_network(cidr)
+    except ValueError as error:
+        return str(error)
+    return ""
 
 
 def script_errors(s, script_path):
@@ -122,7 +153,7 @@ def script_errors(s, script_path):
 
 
 def storage_errors(s, storage):
-    if s["tf_hdfs"] and (s["cloud"] == "local" or whole(s["tf_workers"]) <= 0):
+    if boolean(s["tf_hdfs"], strict=False) and (s["cloud"] == "local" or whole(s["tf_workers"]) <= 0):
         yield "tf_hdfs: " + (
             "cloud=local has no cluster nodes to run HDFS on; use cloud=docker or a cloud, or point tf_data "
             "at an HDFS that runs elsewhere (hdfs://NAMENODE:PORT/PATH)" if s["cloud"] == "local"

@@ -41,6 +41,10 @@ def package_files():
     for module in SHIPPED:
         path = relative_path(module)
         content = pkgutil.get_data(SOURCE_PACKAGE, path)
+        if content is None and hasattr(module.__loader__, "get_source"):
+            # A loader without get_data (Mitogen's, which imports from the controller): the module's own source.
+            content = module.__loader__.get_source(module.__name__)
+            content = content.encode("utf-8") if isinstance(content, str) else content
         if content is None:
             raise RuntimeError("%s is not in this module's payload" % path)
         files[path] = content

@@ -14,7 +14,9 @@ description:
   - The rules, in this order. A RADL file (O(radl_path)) and the command line agree on the cloud and the counts, and a
     C(parameter_server) job's RADL deploys a ps. The counts, steps, batch size, ports and restarts are whole numbers
     large enough. The counts make a cluster (one chief or none, what the strategy needs). C(tf_chief_name),
-    C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values, and a
+    C(tf_strategy), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values; the switches
+    C(tf_spot), C(tf_hdfs), C(tf_tensorboard) and C(teardown) are words Ansible's C(bool) filter knows;
+    C(tf_ssh_from) is comma-separated CIDRs and C(tf_hdfs_ports) a list of port numbers; and a
     C(multi_worker_mirrored) job has no ps. A script of your own (C(tf_script)) is a file and its interface is
     known. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
     datasets to stage or read exist.
@@ -30,7 +32,8 @@ options:
       - The command line's values, as the playbooks' variables hold them - C(cloud), C(tf_chief), C(tf_workers), C(tf_ps),
         C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
         C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes),
-        C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs) (a boolean), C(tf_stage_data), C(tf_data).
+        C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
+        C(tf_tensorboard), C(tf_ssh_from), C(tf_hdfs_ports), C(teardown).
     type: dict
     required: true
   radl:
@@ -84,6 +87,10 @@ EXAMPLES = r"""
       tf_hdfs: false
       tf_stage_data: ''
       tf_data: builtin:digits
+      tf_tensorboard: false
+      tf_ssh_from: ''
+      tf_hdfs_ports: [8020, 9864, 9866, 9867, 9870]
+      teardown: false
     storage: "{{ {'tf_data': 'builtin:digits'} | tfdist.cluster.storage_plan }}"
 """
 

@@ -34,6 +34,13 @@ def test_every_file_of_the_training_program_is_shipped():
         assert files["train/cli.py"] == f.read()
 
 
+def test_a_loader_without_get_data_ships_the_same_package(monkeypatch):
+    """Mitogen's importer has get_source but no get_data: the files and their checksums must not change."""
+    expected = _package.package_files()
+    monkeypatch.setattr(_package.pkgutil, "get_data", lambda package, resource: None)
+    assert _package.package_files() == expected
+
+
 def test_the_package_is_written_once_and_runs_without_the_collection(run, tmp_path):
     first = run()
     assert first["changed"] is True and first["written"] == first["files"] and first["removed"] == []

@@ -24,6 +24,10 @@ def chief_step(engine, name):
         return json.loads(out).get("step") or 0
     except (docker.errors.NotFound, ValueError):
         return 0
+    except docker.errors.APIError as error:
+        if error.status_code != 409:
+            raise
+        return 0  # created by the deploy, not started yet: exec answers 409 Conflict ("is not running")
 
 
 def start_deploy(name, *extra):

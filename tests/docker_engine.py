@@ -12,6 +12,7 @@ must never look green because its docker tests did not run. unavailable() is tha
 other prerequisite of a docker-based test. An image build that fails is always a failure.
 """
 
+import json
 import os
 import subprocess
 
@@ -91,3 +92,18 @@ def docker_node_images(docker_engine):
 def cluster_containers(client, cluster):
     """The containers (any state) labelled as nodes of `cluster`."""
     return client.containers.list(all=True, filters={"label": f"tfdist_cluster={cluster}"})
+
+
+def chief_status(client, cluster):
+    """The chief's status.json, read inside its container; {} while there is none to read."""
+    import docker.errors  # the engine fixture made sure the SDK is there
+
+    try:
+        out = client.containers.get(f"{cluster}-chief-0").exec_run(f"cat /var/lib/tfdist/{cluster}/status.json").output
+        return json.loads(out)
+    except (docker.errors.NotFound, ValueError):  # no container (not made yet, replaced), no file, half written
+        return {}
+    except docker.errors.APIError as error:
+        if error.status_code != 409:
+            raise
+        return {}  # created by the deploy but not started yet (or stopped): exec answers 409 Conflict

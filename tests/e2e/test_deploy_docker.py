@@ -9,25 +9,10 @@ import time
 import numpy as np
 
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
-from docker_engine import cluster_containers
+from docker_engine import chief_status, cluster_containers
 
 # Fixtures (tests/e2e/conftest.py): engine, the Docker Engine with the node images; docker_cluster, a
 # cluster name destroyed (and checked gone) afterwards.
-
-
-def chief_step(engine, name):
-    """The chief's current step, read inside its container."""
-    import docker.errors  # the engine fixture made sure the SDK is there
-
-    try:
-        out = engine.containers.get(f"{name}-chief-0").exec_run(f"cat /var/lib/tfdist/{name}/status.json").output
-        return json.loads(out).get("step") or 0
-    except (docker.errors.NotFound, ValueError):
-        return 0
-    except docker.errors.APIError as error:
-        if error.status_code != 409:
-            raise
-        return 0  # created by the deploy, not started yet: exec answers 409 Conflict ("is not running")
 
 
 def start_deploy(name, *extra):
@@ -36,7 +21,7 @@ def start_deploy(name, *extra):
 
 def wait_for_step(engine, name, deploy, step, timeout=300):
     deadline = time.time() + timeout
-    while chief_step(engine, name) < step:
+    while (chief_status(engine, name).get("step") or 0) < step:
         assert deploy.poll() is None, deploy.stdout.read()[-4000:]
         assert time.time() < deadline, f"the chief never reached step {step}"
         time.sleep(1)

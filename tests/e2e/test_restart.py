@@ -3,7 +3,6 @@
 Things are killed for real: a TF process on cloud=local, node containers on cloud=docker.
 """
 
-import json
 import os
 import signal
 import time
@@ -12,7 +11,7 @@ import numpy as np
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 from ansible_cli import REPO, start_playbook
-from docker_engine import cluster_containers
+from docker_engine import chief_status, cluster_containers
 from processes import free_port_block, tf_processes
 
 
@@ -26,15 +25,6 @@ def assert_model_predicts(name):
     model = keras.models.load_model(os.path.join(REPO, "artifacts", name, "model", "model.keras"))
     digits = np.load(os.path.join(REPO, "roles", "training", "files", "data", "digits.npz"))
     assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8
-
-
-def chief_status(engine, name):
-    """The chief's status.json, read inside its container ({} while there is none)."""
-    try:
-        out = engine.containers.get(f"{name}-chief-0").exec_run(f"cat /var/lib/tfdist/{name}/status.json").output
-        return json.loads(out)
-    except Exception:  # pylint: disable=broad-except  # not there yet, being replaced, half written
-        return {}
 
 
 def wait_until(deploy, ready, what, timeout=600):

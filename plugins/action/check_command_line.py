@@ -116,8 +116,8 @@ def choice_errors(s):
                % text(s["tf_idle_minutes"]))
     if s["tf_worker_loss"] not in ("fail", "tolerate"):
         yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
-    for cidr in filter(None, (item.strip() for item in text(s["tf_ssh_from"]).split(","))):
-        why = cidr_error(cidr)
+    for cidr in s["tf_ssh_from"]:  # the list of CIDRs the firewall gets (provision_ssh_from)
+        why = cidr_error(text(cidr))
         if why:
             yield ("tf_ssh_from: '%s' is not a network the firewall can let in (%s); give ADDRESS/BITS, "
                    "comma-separated, e.g. 203.0.113.7/32" % (cidr, why))

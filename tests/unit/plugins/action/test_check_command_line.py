@@ -11,7 +11,7 @@ DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", 
             "tf_max_restarts": "3", "tf_chief_name": "chief", "tf_strategy": "parameter_server", "tf_spot": "False",
             "tf_restart": "never", "tf_idle_minutes": "30", "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
-            "tf_tensorboard": False, "tf_ssh_from": "", "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870],
+            "tf_tensorboard": False, "tf_ssh_from": [], "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870],
             "teardown": False}
 
 
@@ -42,9 +42,9 @@ def test_the_defaults_break_no_rule():
     ({"tf_tensorboard": "maybe"}, "tf_tensorboard: must be true or false (TensorBoard on the leader), got 'maybe'"),
     ({"tf_hdfs": "yess"}, "tf_hdfs: must be true or false (HDFS on the cluster), got 'yess'"),
     ({"teardown": "later"}, "teardown: must be true or false"),
-    ({"tf_ssh_from": "203.0.113.7/32, 10.0.0.0/8,notacidr"}, "tf_ssh_from: 'notacidr' is not a network"),
-    ({"tf_ssh_from": "203.0.113.7"}, "tf_ssh_from: '203.0.113.7' is not a network the firewall can let in (no /BITS)"),
-    ({"tf_ssh_from": "10.1.2.3/8"}, "tf_ssh_from: '10.1.2.3/8' is not a network the firewall can let in (10.1.2.3/8 has host bits set)"),
+    ({"tf_ssh_from": ["203.0.113.7/32", "10.0.0.0/8", "notacidr"]}, "tf_ssh_from: 'notacidr' is not a network"),
+    ({"tf_ssh_from": ["203.0.113.7"]}, "tf_ssh_from: '203.0.113.7' is not a network the firewall can let in (no /BITS)"),
+    ({"tf_ssh_from": ["10.1.2.3/8"]}, "tf_ssh_from: '10.1.2.3/8' is not a network the firewall can let in (10.1.2.3/8 has host bits set)"),
     ({"tf_hdfs_ports": "abc"}, "tf_hdfs_ports: must be a list of port numbers (1-65535)"),
     ({"tf_hdfs_ports": [8020, 70000]}, "tf_hdfs_ports: must be a list of port numbers (1-65535)"),
     ({"tf_restart": "sometimes"}, "tf_restart: must be never or on_failure"),
@@ -65,7 +65,7 @@ def test_a_broken_rule_names_its_field(changes, message):
 def test_switches_and_networks_as_the_command_line_gives_them_are_fine():
     assert error_of(tf_tensorboard="true", teardown="yes", tf_spot="False") == ""
     assert error_of(cloud="docker", tf_hdfs="true") == ""
-    assert error_of(tf_ssh_from="203.0.113.7/32, 2001:db8::/32", tf_hdfs_ports=["8020", 9864]) == ""
+    assert error_of(tf_ssh_from=["203.0.113.7/32", "2001:db8::/32"], tf_hdfs_ports=["8020", 9864]) == ""
 
 
 def test_the_counts_come_first_then_the_shape_then_the_choices():

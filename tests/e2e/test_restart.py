@@ -45,8 +45,12 @@ def finish(deploy, timeout=900):
 
 def test_killed_worker_process_is_restarted_on_local(cluster_name):
     base = free_port_block(4)
+    steps = 6000
+    # Long enough that the job cannot reach its end between the kill and the watch's stop, even on a loaded
+    # machine: with 2500 steps, a chief that trains on without the lost worker (parameter servers go on) once
+    # finished first, and nothing was left to restart.
     deploy = start_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
-                            "tf_train_steps=2500", "tf_restart=on_failure")
+                            f"tf_train_steps={steps}", "tf_restart=on_failure")
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
     wait_until(deploy, lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 200, "step 200")
     with open(os.path.join(job_dir, "tasks", "worker-1", "task.pid")) as handle:
@@ -56,7 +60,7 @@ def test_killed_worker_process_is_restarted_on_local(cluster_name):
     assert deploy.returncode == 0, out[-5000:]
     assert "restart 1 of at most 3 (lost worker-1" in out and "resumed from the checkpoint of step" in out, out[-5000:]
     summary = summary_of(cluster_name)
-    assert summary["steps"] == 2500 and summary["initial_step"] > 0
+    assert summary["steps"] == steps and summary["initial_step"] > 0
     [restart] = summary["restarts"]
     assert [(loss["task"], loss["node_gone"]) for loss in restart["losses"]] == [("worker-1", False)]
     assert "killed by signal 9" in restart["losses"][0]["why"]

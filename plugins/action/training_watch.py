@@ -16,7 +16,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader, task_folders
 
 display = Display()
 
@@ -152,8 +152,7 @@ class ActionModule(ActionBase):
         try:
             stopped = self._execute_module(
                 module_name="tfdist.cluster.training_task",
-                module_args={"tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
-                             "state": "stopped"},
+                module_args={"tasks": task_folders(local, args["work_dir"]), "state": "stopped"},
                 task_vars=task_vars,
             )
         except AnsibleConnectionFailure as error:
@@ -178,7 +177,7 @@ class ActionModule(ActionBase):
         probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_leader else {}
         module_args = {
             "work_dir": args["work_dir"],
-            "tasks": [{"name": t["name"], "dir": f"{args['work_dir']}/tasks/{t['name']}"} for t in local],
+            "tasks": task_folders(local, args["work_dir"]),
             "probe": sorted(probe_names),
             "tail_lines": args["tail_lines"],
             # Each call looks every poll_interval and answers at once when a task starts or ends, or when a

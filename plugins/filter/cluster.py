@@ -35,6 +35,10 @@ def tf_launch_order(tasks):
     return _cluster.launch_order(tasks)
 
 
+def tf_task_folders(tasks, work_dir):
+    return _cluster.task_folders(tasks, work_dir)
+
+
 def tf_cluster_spec(tasks):
     return _cluster.cluster_spec(tasks)
 
@@ -189,6 +193,7 @@ class FilterModule:
             'tf_cluster_spec': tf_cluster_spec,
             'tf_flags': tf_flags,
             'tf_launches': tf_launches,
+            'tf_task_folders': tf_task_folders,
             'tf_config': tf_config,
             'tf_leader': tf_leader,
             'tf_count_error': tf_count_error,

@@ -298,6 +298,11 @@ def task_folder(work_dir, name):
     return '%s/tasks/%s' % (work_dir, name)
 
 
+def task_folders(tasks, work_dir):
+    """Each task's name and folder: training_task's or training_status's `tasks`, to stop or read them in one call."""
+    return [{'name': task['name'], 'dir': task_folder(work_dir, task['name'])} for task in tasks]
+
+
 # Where a dataset of the controller lands in a job folder (training_files), as NAME there: DATA_FOLDER/NAME.
 DATA_FOLDER = 'data'
 

@@ -9,7 +9,9 @@ from ansible_collections.tfdist.cluster.plugins.filter.cluster import (
     tf_count_error,
     tf_flags,
     tf_launch_order,
+    tf_launches,
     tf_leader,
+    tf_task_folders,
     tf_task_layout,
     tf_tasks,
 )
@@ -51,6 +53,16 @@ def test_one_task_per_node_from_tags_uses_private_addresses():
     spec = tf_cluster_spec(tasks)
     assert spec == {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"], "ps": ["10.0.0.4:2222"]}
     assert [t["name"] for t in tf_launch_order(tasks)] == ["ps-0", "worker-0", "worker-1", "evaluator-0", "chief-0"]
+
+
+def test_task_folders_are_where_the_launch_puts_each_task():
+    hostvars = {"local": {"tfdist_private_ip": "127.0.0.1", "tfdist_tasks": tf_task_layout(2, 1, port_base=2222)}}
+    tasks = tf_tasks(hostvars, ["local"])
+    folders = tf_task_folders(tasks, "/var/lib/tfdist/demo")
+    assert folders == [{"name": name, "dir": "/var/lib/tfdist/demo/tasks/" + name}
+                       for name in ("chief-0", "worker-0", "worker-1", "ps-0")]
+    launched = tf_launches(tasks, "/var/lib/tfdist/demo", "demo", tf_cluster_spec(tasks), tasks[0], "python")
+    assert {launch["dir"] for launch in launched} == {folder["dir"] for folder in folders}
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,9 @@ import re
 from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
 # The settings the rules read, each passed by the task as the command line gave it.
@@ -121,15 +123,24 @@ def choice_errors(s):
         if why:
             yield ("tf_ssh_from: '%s' is not a network the firewall can let in (%s); give ADDRESS/BITS, "
                    "comma-separated, e.g. 203.0.113.7/32" % (cidr, why))
-    ports = s["tf_hdfs_ports"]
-    ports_fine = isinstance(ports, list) and all(WHOLE_NUMBER.match(text(port)) and 0 < int(text(port)) < 65536
-                                                 for port in ports)
-    if not ports_fine:
+    why = ports_error(s["tf_hdfs_ports"])
+    if why:
         yield ("tf_hdfs_ports: must be a list of port numbers (1-65535), e.g. -e '{\"tf_hdfs_ports\": "
-               "[8020, 9864, 9866, 9867, 9870]}', got %r" % (ports,))
+               "[8020, 9864, 9866, 9867, 9870]}', got %r (%s)" % (s["tf_hdfs_ports"], why))
     if s["tf_strategy"] != "parameter_server" and whole(s["tf_ps"]) != 0:
         yield ("tf_ps: multi_worker_mirrored uses no parameter servers; leave tf_ps unset or set it to 0 (got %s)"
                % text(s["tf_ps"]))
+
+
+def ports_error(ports):
+    """Why tf_hdfs_ports cannot be opened between the nodes, '' when it can: the firewall's own rule (parse_ports)."""
+    if not isinstance(ports, list):
+        return "not a list"
+    try:
+        parse_ports(ports, "tf_hdfs_ports")
+    except TfdistCloudError as error:
+        return str(error)
+    return ""
 
 
 def cidr_error(cidr):

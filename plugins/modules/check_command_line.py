@@ -17,7 +17,8 @@ description:
     C(tf_strategy), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values; the switches
     C(tf_spot), C(tf_hdfs), C(tf_tensorboard) and C(teardown) are words Ansible's C(bool) filter knows;
     C(tf_ssh_from), passed as the list the firewall gets, holds CIDRs; C(tf_hdfs_ports) is a list of port
-    numbers; and a C(multi_worker_mirrored) job has no ps. A script of your own (C(tf_script)) is a file and its interface is
+    numbers or ranges the firewall takes (its own rule); and a C(multi_worker_mirrored) job has no ps.
+    A script of your own (C(tf_script)) is a file and its interface is
     known. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
     datasets to stage or read exist.
   - Reads the controller's files only; changes nothing, and never touches a host.

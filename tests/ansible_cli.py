@@ -13,6 +13,7 @@ tests/ is on sys.path (tests/conftest.py), so every test folder imports it::
 - start_playbook(...) starts the same command in the background: a Popen whose stdout carries stderr too.
 - run_inventory(*args, ...) is run("ansible-inventory", ...).
 - environment(...) is the environment all of them use; tail(result) what a failed assertion shows.
+- remove_artifacts(cluster) deletes what a test cluster left in artifacts/ (its RADL, model, logs) once it is gone.
 
 Without `-i` a run reads the repository's inventory (ansible.cfg: inventories/clusters), as `make deploy` does.
 config=None runs the CLIs as in a user's own project instead: no ansible.cfg of ours and no ANSIBLE_*
@@ -20,6 +21,7 @@ variable of the test's environment (the Makefile exports ANSIBLE_CONFIG).
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -97,3 +99,8 @@ def tail(result, chars=TAIL_CHARS):
     if result.stderr:
         out += "\n--- stderr ---\n" + result.stderr[-chars // 2:]
     return out
+
+
+def remove_artifacts(cluster, home=REPO):
+    """A test cluster's folder under HOME/artifacts, which destroy keeps for a user (their model and logs)."""
+    shutil.rmtree(os.path.join(home, "artifacts", cluster), ignore_errors=True)

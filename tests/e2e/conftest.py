@@ -1,12 +1,10 @@
 """Fixtures of the tests that run the real playbooks (helpers: tests/ansible_cli.py, processes.py, docker_engine.py)."""
 
-import os
-import shutil
 import uuid
 
 import pytest
 
-from ansible_cli import REPO, run_playbook
+from ansible_cli import remove_artifacts, run_playbook
 from docker_engine import cluster_containers
 
 
@@ -16,7 +14,7 @@ def cluster_name():
     name = f"t{uuid.uuid4().hex[:8]}"
     yield name
     run_playbook("playbooks/destroy.yml", f"cluster_name={name}")
-    shutil.rmtree(os.path.join(REPO, "artifacts", name), ignore_errors=True)
+    remove_artifacts(name)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ run names its own clusters (audit_clusters=...), so the audit touches nothing of
 
 import uuid
 
-from ansible_cli import run_playbook, tail
+from ansible_cli import remove_artifacts, run_playbook, tail
 from docker_engine import cluster_containers
 from emulators.ec2 import LIVE_STATES, instances_of
 
@@ -69,6 +69,7 @@ def test_destroy_fails_naming_a_tagged_disk_it_left_behind(ec2_emulator):
     finally:
         ec2.delete_volume(VolumeId=volume)
         run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={cluster}", env=aws.env)
+        remove_artifacts(cluster)
 
 
 def test_an_orphaned_container_is_named_and_removed_with_its_network(docker_engine, docker_base_image):

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from ansible_cli import REPO, run, run_inventory, run_playbook, tail
+from ansible_cli import REPO, remove_artifacts, run, run_inventory, run_playbook, tail
 from emulators.ec2 import Ec2Emulator, instances_of
 
 pytestmark = pytest.mark.usefixtures("ec2_emulator")
@@ -61,6 +61,7 @@ def aws_cluster(aws):
     name = f"a{uuid.uuid4().hex[:8]}"
     yield name
     run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={name}", env=aws.env)
+    remove_artifacts(name)
 
 
 def aws_run(aws, playbook, cluster, *extra, env=None):

@@ -178,7 +178,7 @@ def test_create_node_labels_network_and_no_published_ports(driver, engine):
     assert run["network"] == "tfdist-tfdist"
     assert not any(key in run for key in ("ports", "publish_all_ports", "network_mode"))
     assert run["environment"] == {"A": "1", "TFDIST_AUTHORIZED_KEY": KEY}
-    assert "sshd -D" in run["command"][-1] and "ssh-keygen -A" in run["command"][-1]
+    assert "sshd -D" in run["command"][-1] and "ssh-keygen -q -t ed25519" in run["command"][-1]
     assert engine.api.networks["tfdist-tfdist"]["Labels"] == {"tfdist.managed": "true", "tfdist_cluster": "tfdist"}
     assert node.name == "tfdist-worker-1"
     assert (node.public_ips, node.private_ips) == ([], ["172.30.0.2"])

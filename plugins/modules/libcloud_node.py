@@ -406,6 +406,9 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
 
 WAIT_PERIOD = 3
+# A node's SSH port is tried again after FIRST_PORT_POLL seconds, then twice as long each time up to PORT_POLL: a
+# container's sshd answers within a tenth of a second of its start, a VM's after a minute or so.
+FIRST_PORT_POLL = 0.1
 PORT_POLL = 2
 
 
@@ -539,6 +542,7 @@ def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None)
 
 def wait_for_port(host, port, deadline):
     """True once host accepts TCP connections on port, False if the deadline passes first."""
+    pause = FIRST_PORT_POLL
     while True:
         try:
             with socket.create_connection((host, port), timeout=5):
@@ -546,7 +550,8 @@ def wait_for_port(host, port, deadline):
         except OSError:
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(PORT_POLL)
+            time.sleep(min(pause, PORT_POLL))
+            pause *= 2
 
 
 class ClusterNodes:

@@ -61,4 +61,11 @@ cd "$DEST"
 [[ -d .git ]] || git init --quiet
 git add --all
 git -c user.name=tfdist -c user.email=tfdist@localhost commit --quiet --allow-empty -m "copy for ansible-test"
+# ansible-test keeps the sanity tests' virtualenvs in ~/.ansible/test/venv, named by what they install, and two runs
+# that make the same one at once break it (make test runs the newest and the oldest ansible-core's sanity together,
+# and their validate-modules virtualenvs are the same): they are made one run at a time, then the tests run.
+if [[ $1 == sanity ]]; then
+    mkdir -p "$HOME/.ansible/test"
+    flock "$HOME/.ansible/test/venv.lock" "$BIN/ansible-test" "$@" --prime-venvs
+fi
 exec "$BIN/ansible-test" "$@"

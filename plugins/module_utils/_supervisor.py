@@ -340,8 +340,10 @@ def probe_leader(host, port, timeout=2.0):
     """'up' (the port answers), 'finished' (the leader's supervisor announces the end) or 'down'."""
     try:
         with socket.create_connection((host, int(port)), timeout=timeout) as connection:
-            # A TF server sends nothing we know, or nothing at all; the announcement comes at once.
-            connection.settimeout(min(timeout, 0.5))
+            # A TF server sends nothing we know, or nothing at all; the announcement comes as soon as the leader's
+            # supervisor gets the CPU, which on a loaded host can take a while: read as "up", it would keep the
+            # servers running until the announcement ends.
+            connection.settimeout(timeout)
             try:
                 return "finished" if connection.recv(len(FINISHED)).startswith(FINISHED) else "up"
             except OSError:

@@ -6,6 +6,9 @@ Real processes (sleep, sh) started in-process with start(), as the training_task
 import json
 import os
 import signal
+import socket
+import threading
+import time
 
 import pytest
 
@@ -156,6 +159,40 @@ def test_host_port(value, expected):
 def test_bad_host_port_is_refused(value):
     with pytest.raises(ValueError, match="HOST:PORT"):
         _supervisor.parse_host_port(value)
+
+
+def serve_once(reply, delay):
+    """A port that answers one connection with `reply` after `delay` seconds (None: says nothing); its number."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer():
+        with server:
+            connection = server.accept()[0]
+            with connection:
+                time.sleep(delay)
+                if reply is not None:
+                    connection.sendall(reply)
+                time.sleep(0.2)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return server.getsockname()[1]
+
+
+@pytest.mark.parametrize("reply, delay, expected", [
+    pytest.param(_supervisor.FINISHED + b" chief-0\n", 0.0, "finished", id="announced"),
+    # A leader's supervisor short of CPU answers late: still the end of the job, not a leader that is up.
+    pytest.param(_supervisor.FINISHED + b" chief-0\n", 1.0, "finished", id="announced-late"),
+    pytest.param(b"\x00\x00\x06\x04", 0.0, "up", id="a-server"),
+    pytest.param(None, 0.0, "up", id="a-silent-server"),
+])
+def test_the_leader_probe_reads_what_its_port_says(reply, delay, expected):
+    assert _supervisor.probe_leader("127.0.0.1", serve_once(reply, delay), timeout=1.5) == expected
+
+
+def test_a_closed_port_is_a_leader_gone():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+    assert _supervisor.probe_leader("127.0.0.1", port, timeout=1.0) == "down"
 
 
 def test_a_bad_env_file_line_is_named(tmp_path):

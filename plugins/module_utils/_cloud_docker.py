@@ -63,17 +63,17 @@ _STATES = {
 
 # Installs the key given in the environment, makes this container's own host key, then serves SSH.
 # One ed25519 host key (ssh-keygen -A also makes an RSA one: 0.1 to 0.5 s of CPU at every node's start).
-_HOST_KEY = '/etc/ssh/ssh_host_ed25519_key'
 _NODE_COMMAND = r'''set -e
 mkdir -p /run/sshd /root/.ssh
 chmod 700 /root/.ssh
 if [ -n "$TFDIST_AUTHORIZED_KEY" ]; then
-    printf '%%s\n' "$TFDIST_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
+    printf '%s\n' "$TFDIST_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
     chmod 600 /root/.ssh/authorized_keys
 fi
-[ -f %(key)s ] || ssh-keygen -q -t ed25519 -N '' -f %(key)s
-exec /usr/sbin/sshd -D -e -o HostKey=%(key)s
-''' % {'key': _HOST_KEY}
+host_key=/etc/ssh/ssh_host_ed25519_key
+[ -f "$host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$host_key"
+exec /usr/sbin/sshd -D -e -o HostKey="$host_key"
+'''
 
 # Threads of one process (libcloud_node creates nodes in parallel) must not create a cluster network twice:
 # Docker allows two networks of the same name.

@@ -299,8 +299,12 @@ def task_folder(work_dir, name):
 
 
 def task_folders(tasks, work_dir):
-    """Each task's name and folder: training_task's or training_status's `tasks`, to stop or read them in one call."""
-    return [{'name': task['name'], 'dir': task_folder(work_dir, task['name'])} for task in tasks]
+    """Each task's name and folder: training_task's or training_status's `tasks`, to stop or read them in one call.
+
+    tasks: task dicts (with a name), or task names (destroy has only the folders it finds).
+    """
+    names = [task if isinstance(task, str) else task['name'] for task in tasks]
+    return [{'name': name, 'dir': task_folder(work_dir, name)} for name in names]
 
 
 # Where a dataset of the controller lands in a job folder (training_files), as NAME there: DATA_FOLDER/NAME.

@@ -63,6 +63,8 @@ def test_task_folders_are_where_the_launch_puts_each_task():
                        for name in ("chief-0", "worker-0", "worker-1", "ps-0")]
     launched = tf_launches(tasks, "/var/lib/tfdist/demo", "demo", tf_cluster_spec(tasks), tasks[0], "python")
     assert {launch["dir"] for launch in launched} == {folder["dir"] for folder in folders}
+    # Destroy knows only the folders it finds: their names give the same folders.
+    assert tf_task_folders([t["name"] for t in tasks], "/var/lib/tfdist/demo") == folders
 
 
 @pytest.mark.parametrize(

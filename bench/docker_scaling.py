@@ -2,13 +2,16 @@
 # Apache-2.0 (see LICENSE)
 """How does configuring a docker cluster grow with its size, and what does a re-run cost?
 
-For N in --sizes (default 2 4 8 16) nodes, in one run on this machine: a fresh cluster of
+For N in --sizes (default 2 4 8 16 32) nodes, in one run on this machine: a fresh cluster of
 1 chief + N-1 workers (multi_worker_mirrored, one TF task per container) is deployed with
 `playbooks/deploy.yml -e cloud=docker`, then the same command runs again (nothing to change:
 the job has finished), then the cluster is destroyed. It reports the configure time
 (command start to launch: provision + install + lay down), the whole deploy, the idempotent
 re-run as a fraction of the first run, and the growth against the smallest cluster.
 Clusters above --large nodes (default 8) train a tiny job: what grows there is Ansible's fan-out.
+Every node shares this machine's cores with the controller, so it also reports the CPU seconds spent
+before launch by the nodes (their containers' cgroups) and by the rest of the machine (Ansible, ssh,
+the engine): where a larger cluster's configure time goes.
 Writes bench/results/docker_scaling.json.
 """
 
@@ -19,7 +22,9 @@ import json
 import os
 import re
 import subprocess
+import glob
 import sys
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +35,63 @@ from goals import goal, write  # noqa: E402
 
 # A host's line of the PLAY RECAP: its name and its changed count.
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.MULTILINE)
+
+
+# The containers' CPU accounting: cgroup v1 (cpuacct.usage, ns) and cgroup v2 (cpu.stat usage_usec), either driver.
+CGROUP_V1 = ("/sys/fs/cgroup/cpuacct/docker/*/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/docker/*/cpuacct.usage")
+CGROUP_V2 = ("/sys/fs/cgroup/system.slice/docker-*.scope/cpu.stat", "/sys/fs/cgroup/docker/*/cpu.stat")
+
+
+def machine_cpu_s():
+    """CPU seconds this machine has been busy (every core, /proc/stat without idle and iowait)."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def containers_cpu_s():
+    """CPU seconds used by the running containers, or None where their cgroups cannot be read."""
+    total, found = 0.0, False
+    for path in (p for pattern in CGROUP_V1 for p in glob.glob(pattern)):
+        try:
+            with open(path) as handle:
+                total += int(handle.read()) / 1e9
+            found = True
+        except (OSError, ValueError):
+            pass  # a container that just went away
+    for path in (p for pattern in CGROUP_V2 for p in glob.glob(pattern)):
+        try:
+            with open(path) as handle:
+                usage = dict(line.split() for line in handle)
+            total += int(usage["usage_usec"]) / 1e6
+            found = True
+        except (OSError, ValueError, KeyError):
+            pass
+    return total if found else None
+
+
+class CpuSampler(threading.Thread):
+    """Samples the machine's and the containers' CPU seconds while a deploy runs, to split its configure time."""
+
+    def __init__(self, every=0.2):
+        super().__init__(daemon=True)
+        self.every, self.samples, self.done = every, [], threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            self.samples.append((time.time(), machine_cpu_s(), containers_cpu_s()))
+            self.done.wait(self.every)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+
+    def used_until(self, moment):
+        """(machine CPU s, containers CPU s or None) from the first sample to the one nearest `moment`."""
+        first = self.samples[0]
+        last = min(self.samples, key=lambda sample: abs(sample[0] - moment))
+        nodes = last[2] - (first[2] or 0.0) if last[2] is not None else None
+        return last[1] - first[1], nodes
 
 
 def playbook(name, cluster, *extra):
@@ -47,7 +109,7 @@ def playbook(name, cluster, *extra):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--large", type=int, default=8,
                         help="clusters above this many nodes run a tiny job (--large-steps): the point is the fan-out")
@@ -62,20 +124,33 @@ def main():
         playbook("destroy", cluster)
         steps = args.steps if nodes <= args.large else args.large_steps
         extra = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}", f"tf_train_steps={steps}")
-        started, first, _output = playbook("deploy", cluster, *extra)
+        sampler = CpuSampler()
+        sampler.start()
+        try:
+            started, first, _output = playbook("deploy", cluster, *extra)
+        finally:
+            sampler.stop()
         with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
             summary = json.load(handle)
         configure = summary["seconds"]["provision"] + summary["seconds"]["install"]
         launched = float(summary.get("first_step_at", started)) - started - summary["seconds"]["launch_to_first_step"]
+        machine_cpu, nodes_cpu = sampler.used_until(started + launched)
+        cpu = {"nodes_s": None if nodes_cpu is None else round(nodes_cpu, 1),
+               "controller_s": round(machine_cpu - (nodes_cpu or 0.0), 1), "machine_s": round(machine_cpu, 1),
+               "busy": round(machine_cpu / (launched * os.cpu_count()), 2)}
         _started, again, output = playbook("deploy", cluster, *extra)
         changed = {host: int(count) for host, count in RECAP_LINE.findall(output)}
         playbook("destroy", cluster)
         rows.append({"nodes": nodes, "steps": steps, "configure_s": round(launched, 1), "provision_install_s": round(configure, 1),
                      "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_fraction": round(again / first, 2),
-                     "rerun_changed": changed})
+                     "rerun_changed": changed,
+                     "configure_cpu": cpu})
         print(f"{nodes} nodes: configure {launched:.1f}s (provision+install {configure:.1f}s), "
               f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first, "
               f"changed on {sum(1 for count in changed.values() if count)} of {len(changed)} hosts", flush=True)
+        print(f"  CPU before launch: {cpu['machine_s']}s on {os.cpu_count()} cores ({cpu['busy']:.0%} busy): "
+              f"nodes {cpu['nodes_s'] if cpu['nodes_s'] is not None else '?'}s, "
+              f"controller, ssh and engine {cpu['controller_s']}s", flush=True)
 
     base = rows[0]
     for row in rows:
@@ -94,6 +169,15 @@ def main():
     for nodes in sorted(size for size in by_size if size > 8 and 2 in by_size):
         print(f"report: docker configure time, {nodes} nodes / 2 nodes: x{by_size[nodes]['configure_growth']}"
               f" ({by_size[nodes]['configure_s']}s)", flush=True)
+    # Each node added costs CPU on its own container and on the controller's side (forks, ssh, the engine): on a
+    # machine whose cores the nodes share, that sets how fast configure can grow.
+    for row in rows[1:]:
+        added = row["nodes"] - base["nodes"]
+        before, after = base["configure_cpu"], row["configure_cpu"]
+        nodes_each = (f"{(after['nodes_s'] - before['nodes_s']) / added:.2f}s"
+                      if None not in (after["nodes_s"], before["nodes_s"]) else "?")
+        print(f"report: CPU before launch per node added ({base['nodes']} -> {row['nodes']} nodes): nodes {nodes_each}, "
+              f"controller, ssh and engine {(after['controller_s'] - before['controller_s']) / added:.2f}s", flush=True)
     write("docker_scaling", {"steps": args.steps, "cpus": os.cpu_count(), "rows": rows, "goals": goals})
 
 

@@ -24,6 +24,10 @@ description:
     C(-v) or more, or O(display_skipped_hosts=true), shows them again.
   - A loop whose items changed nothing is one line (the host and the number of items) instead of one line
     per item; items that changed something or failed are shown as usual, and C(-v) shows every item.
+  - "The hosts on which a task changed nothing and has nothing to say share one line, written when the task
+    ends, for example C(ok: 16 hosts [c-chief-0, c-worker-0, ..., c-worker-14]) instead of sixteen lines (the
+    first two and the last are named). Changes, failures, warnings and a task's messages (M(ansible.builtin.debug))
+    are shown per host as usual; C(-v) shows every host on its own line."
   - Used by the tfdist.cluster repository's C(ansible.cfg); set it in your own with
     C(stdout_callback = tfdist.cluster.concise), or C(ANSIBLE_STDOUT_CALLBACK=tfdist.cluster.concise).
 extends_documentation_fragment:
@@ -64,7 +68,10 @@ EXAMPLES = r"""
 #         value of training_strategy must be one of: parameter_server, multi_worker_mirrored, got: bogus
 """
 
+import re
+
 from ansible import constants as C
+from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallbackModule
 
 # What a failed argument-spec validation returns beyond its message and errors: the role's whole
@@ -72,6 +79,21 @@ from ansible.plugins.callback.default import CallbackModule as DefaultCallbackMo
 ARGUMENT_SPEC_BULK = ('argument_spec_data', 'validate_args_context_data', 'validated_args')
 # Verbosity from which results are shown whole.
 WHOLE_FROM_VERBOSITY = 3
+# Up to this many quiet hosts are named on their task's line; beyond, the first two, the count and the last.
+NAMED_HOSTS = 4
+
+
+def natural_key(name):
+    """worker-2 before worker-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', name)]
+
+
+def quiet_hosts_line(labels):
+    """The line of the hosts whose result is a plain ok: `ok: [a, b]`, or `ok: N hosts [a, b, ..., z]`."""
+    labels = sorted(labels, key=natural_key)
+    if len(labels) <= NAMED_HOSTS:
+        return 'ok: [%s]' % ', '.join(labels)
+    return 'ok: %d hosts [%s, %s, ..., %s]' % (len(labels), labels[0], labels[1], labels[-1])
 
 
 def is_argument_spec_failure(result):
@@ -88,11 +110,17 @@ def concise_result(result):
 
 
 class CallbackModule(DefaultCallbackModule):
-    """ansible.builtin.default whose failure output leaves out the argument spec of a failed validation."""
+    """ansible.builtin.default without skipped tasks, with one line for a task's quiet hosts, and with failures
+    that leave out the argument spec of a failed validation."""
 
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = 'stdout'
     CALLBACK_NAME = 'tfdist.cluster.concise'
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The hosts of the running task whose result was a plain ok, not written yet.
+        self._quiet_hosts = []
 
     def set_options(self, *args, **kwargs):
         super().set_options(*args, **kwargs)
@@ -115,13 +143,51 @@ class CallbackModule(DefaultCallbackModule):
         # An unchanged item: its loop's summary line says it (v2_runner_on_ok); warnings still show.
         self._banner_and_warnings(result)
 
+    def _is_quiet(self, result):
+        """A plain ok, which the default callback would show as `ok: [host]` and nothing else."""
+        return (not self._shows_every_ok(result) and not result.task.loop and not self._run_is_verbose(result)
+                and not result.result.get('warnings') and not result.result.get('deprecations')
+                and not result.result.get('exception'))
+
+    def _write_quiet_hosts(self):
+        if self._quiet_hosts:
+            labels, self._quiet_hosts = self._quiet_hosts, []
+            self._display.display(quiet_hosts_line(labels), color=C.COLOR_OK)
+
     def v2_runner_on_ok(self, result):
+        if not isinstance(result.task, TaskInclude) and self._is_quiet(result):
+            if self._last_task_banner != result.task._uuid:
+                self._write_quiet_hosts()
+                self._print_task_banner(result.task)
+            self._quiet_hosts.append(self.host_label(result))
+            return
         items = result.result.get('results')
         if self._shows_every_ok(result) or not result.task.loop or not isinstance(items, list):
             super().v2_runner_on_ok(result)
             return
         self._banner_and_warnings(result)
         self._display.display('ok: [%s] (%d items)' % (self.host_label(result), len(items)), color=C.COLOR_OK)
+
+    # A task's quiet hosts are written when it ends: when the next task, play or include starts, or the recap.
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._write_quiet_hosts()
+        super().v2_playbook_on_task_start(task, is_conditional)
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._write_quiet_hosts()
+        super().v2_playbook_on_handler_task_start(task)
+
+    def v2_playbook_on_play_start(self, play):
+        self._write_quiet_hosts()
+        super().v2_playbook_on_play_start(play)
+
+    def v2_playbook_on_include(self, included_file):
+        self._write_quiet_hosts()
+        super().v2_playbook_on_include(included_file)
+
+    def v2_playbook_on_stats(self, stats):
+        self._write_quiet_hosts()
+        super().v2_playbook_on_stats(stats)
 
     def _dump_results(self, result, *args, **kwargs):
         if self._display.verbosity < WHOLE_FROM_VERBOSITY:

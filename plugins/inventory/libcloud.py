@@ -87,6 +87,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     LEADER,
     TASK_TYPES,
     ClusterError,
+    cluster_order,
     group_name,
     leader,
     validate_cluster_name,
@@ -129,7 +130,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for role in TASK_TYPES:
             self.inventory.add_group(role)
         placed = []  # the TF tasks found, per cluster: who leads each is known once all are seen
-        for node in nodes:
+        # In the cluster's order (chief, workers, ps, evaluator, each by index), not the cloud's: plays then go through
+        # the hosts, and show them, in that order.
+        in_order = sorted(nodes, key=lambda node: (node['cluster'] or '', cluster_order(node['role'], node['index']), node['name']))
+        for node in in_order:
             if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
                 continue
             if node['index'] is None:

@@ -59,6 +59,12 @@ def task_name(task_type, index):
     return '%s-%d' % (task_type, int(index))
 
 
+def cluster_order(task_type, index):
+    """Where a TF task (or its node) comes in its cluster: chief, workers, ps, evaluators, each by index (a node
+    not numbered yet first)."""
+    return (TASK_TYPES.index(task_type) if task_type in TASK_TYPES else len(TASK_TYPES), -1 if index is None else int(index))
+
+
 def node_name(cluster, role, index):
     """The name of the cloud node that runs one task: demo-worker-1."""
     return '%s-%s-%d' % (cluster, role, int(index))
@@ -198,7 +204,7 @@ def tasks(hostvars, hosts=None, default_port=DEFAULT_PORT, groups=None, cluster_
                 'address': str(address),
                 'port': int(task.get('port', default_port)),
             })
-    found.sort(key=lambda t: (TASK_TYPES.index(t['type']), t['index']))
+    found.sort(key=lambda t: cluster_order(t['type'], t['index']))
     check(found)
     return found
 

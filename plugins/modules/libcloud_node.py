@@ -380,6 +380,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     TAG_SPOT,
     TASK_TYPES,
     ClusterError,
+    cluster_order,
     node_name,
     node_tags,
     validate_cluster_name,
@@ -676,7 +677,7 @@ class ClusterNodes:
                     self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
 
         nodes = sorted((self.to_dict(node) for node in kept + created),
-                       key=lambda n: (TASK_TYPES.index(n['role']), -1 if n['index'] is None else n['index'], n['id']))
+                       key=lambda n: (cluster_order(n['role'], n['index']), n['id']))
         result = dict(
             changed=changed,
             settled=not changed and not pending_kept,

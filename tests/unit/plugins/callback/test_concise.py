@@ -65,3 +65,58 @@ def test_skipped_tasks_are_hidden_unless_asked_for_or_verbose(monkeypatch):
     monkeypatch.setattr(verbose._display, "verbosity", 1)  # Display is shared: put it back afterwards
     verbose.set_options(direct={"result_format": "json"})
     assert verbose.get_option("display_skipped_hosts") is True
+
+
+def run_task(plugin, name, results, loop=None):
+    """Give the plugin a task's start and its results: [(host name, result dict)]."""
+    from ansible.executor.task_result import CallbackTaskResult
+    from ansible.inventory.host import Host
+    from ansible.playbook.task import Task
+
+    task = Task.load({"name": name, "action": "ansible.builtin.ping", **({"loop": loop} if loop else {})})
+    plugin.v2_playbook_on_task_start(task, False)
+    for host, result in results:
+        callback_result = CallbackTaskResult(Host(host), task, result, {})
+        if result.get("failed"):
+            plugin.v2_runner_on_failed(callback_result)
+        else:
+            plugin.v2_runner_on_ok(callback_result)
+
+
+def screen(monkeypatch, verbosity=0):
+    """A plugin in a play, and the lines it writes."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.playbook.play import Play
+
+    plugin = callback()
+    monkeypatch.setattr(plugin._display, "verbosity", verbosity)
+    lines = []
+    monkeypatch.setattr(plugin._display, "display", lambda msg, *args, **kwargs: lines.append(msg))
+    monkeypatch.setattr(plugin._display, "banner", lambda msg, *args, **kwargs: lines.append(msg))
+    plugin.v2_playbook_on_play_start(Play.load({"name": "Train", "hosts": "all"}, loader=DataLoader()))
+    return plugin, lines
+
+
+def test_hosts_with_a_plain_ok_share_one_line_in_name_order(monkeypatch):
+    plugin, lines = screen(monkeypatch)
+    hosts = [f"c-worker-{i}" for i in (10, 2, 0, 1)] + ["c-chief-0"]
+    run_task(plugin, "Read the venv", [(host, {"changed": False}) for host in hosts])
+    run_task(plugin, "Lay down", [("c-worker-0", {"changed": False}), ("c-chief-0", {"changed": True}),
+                                  ("c-worker-1", {"changed": False})])
+    plugin.v2_playbook_on_play_start(plugin._play)  # the next play: the last task's hosts come first
+    banners = [i for i, line in enumerate(lines) if line.startswith("TASK")]
+    # Each task's quiet hosts are one line at its end, after what its other hosts showed.
+    assert lines[banners[0] + 1:banners[1]] == ["ok: 5 hosts [c-chief-0, c-worker-0, ..., c-worker-10]"]
+    assert lines[banners[1] + 1:banners[1] + 3] == ["changed: [c-chief-0]", "ok: [c-worker-0, c-worker-1]"]
+
+
+def test_a_failure_messages_and_verbosity_keep_their_own_lines(monkeypatch):
+    plugin, lines = screen(monkeypatch)
+    run_task(plugin, "Check", [("a", {"changed": False}), ("b", {"failed": True, "msg": "boom"}),
+                               ("c", {"changed": False, "msg": "hello", "_ansible_verbose_always": True})])
+    plugin.v2_playbook_on_play_start(plugin._play)
+    shown = [line for line in lines if not line.startswith(("TASK", "PLAY"))]
+    assert "boom" in shown[0] and shown[1].startswith("ok: [c] =>") and shown[2] == "ok: [a]"
+    verbose, verbose_lines = screen(monkeypatch, verbosity=1)
+    run_task(verbose, "Read", [("a", {"changed": False}), ("b", {"changed": False})])
+    assert [line.split(" =>")[0] for line in verbose_lines if line.startswith("ok:")] == ["ok: [a]", "ok: [b]"]

@@ -75,6 +75,15 @@ def test_groups_by_cluster_and_role_with_task_indexes(inventory, cloud):
     assert worker1["libcloud_extra"]["tags"] == tags("tfdist", "worker", 1)
 
 
+def test_hosts_come_in_cluster_order_whatever_the_cloud_lists_first(inventory, cloud):
+    for role, index in (("ps", 0), ("worker", 10), ("worker", 2), ("evaluator", 0), ("chief", 0), ("worker", 0)):
+        add_node(cloud, "tfdist", role, index)
+    group = inventory().groups["tfdist_tfdist"]
+    # Plays go through a group's hosts, and show them, in this order: the chief first, worker-2 before worker-10.
+    assert [host.name for host in group.get_hosts()] == [
+        "tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-2", "tfdist-worker-10", "tfdist-ps-0", "tfdist-evaluator-0"]
+
+
 def test_ansible_host_is_public_ip_by_default_or_private_on_request(inventory, cloud):
     add_node(cloud, "tfdist", "worker", 0, public_ips=["203.0.113.5"], private_ips=["10.1.0.5"])
     add_node(cloud, "tfdist", "worker", 1, public_ips=[], private_ips=["10.1.0.6"])

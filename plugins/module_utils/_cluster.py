@@ -326,7 +326,9 @@ def launches(cluster_tasks, work_dir, cluster, spec, leader_task, python, interf
     """How to start each task (training_task's `tasks`), servers first.
 
     The servers stop once the leader's port has answered and gone silent; the leader announces its own end on that
-    port, so servers started after a short job still learn of it.
+    port, so servers started after a short job still learn of it. A task that only serves (a ps, or a worker of a
+    job with ps) stops as soon as it hears that end (end_grace 0); the others keep their grace (an evaluator's last
+    evaluation, a worker ending its own loop).
     """
     result = []
     for task in launch_order(cluster_tasks):
@@ -342,6 +344,7 @@ def launches(cluster_tasks, work_dir, cluster, spec, leader_task, python, interf
             'watch_files': ['%s/%s' % (folder, TASK_SCRIPT), '%s/%s' % (folder, TASK_TF_CONFIG)] + list(watch_files),
             'stop_when_gone': None if leads else '%s:%s' % (leader_task['address'], leader_task['port']),
             'announce_end': int(task['port']) if leads else None,
+            'end_grace': 0 if not leads and (task['type'] == 'ps' or (task['type'] == 'worker' and 'ps' in spec)) else None,
         })
     return result
 

@@ -8,7 +8,7 @@ with it, and it runs as a command too (the same CLI as the former tfdist-supervi
 
   python _supervisor.py start --name NAME --dir TASK_DIR [--env-file FILE]
                         [--env-from-file VAR=FILE ...] [--chdir DIR]
-                        [--stop-when-gone HOST:PORT] [--gone-grace SECONDS]
+                        [--stop-when-gone HOST:PORT] [--gone-grace SECONDS] [--end-grace SECONDS]
                         [--never-seen-timeout SECONDS] [--stop-timeout SECONDS]
                         [--announce-end PORT [--announce-for SECONDS]]
                         -- CMD ARGS...
@@ -42,6 +42,11 @@ job, or a server launched a little later than the leader), and its servers would
 port for --announce-for seconds with the line "tfdist-finished NAME": a server's probe that reads it counts
 the leader as seen and gone. The task is not running meanwhile (exit.json is written first); `stop` and a
 new `start` end the announcement at once.
+
+--end-grace SECONDS: how long a task with --stop-when-gone goes on once the leader has announced the end of the
+job (without it, --gone-grace). 0 is for a task that only serves (a parameter server, a worker of a
+ParameterServerStrategy job): the job is done, nothing it does matters any more, and its host is free at once.
+An evaluator's last evaluation, or a worker that ends its own loop, keeps --gone-grace.
 
 A warm start: `warm()` starts the supervisor of a task ahead of its launch, with the task's Python already
 importing the heavy modules (TensorFlow) and waiting (files warm.json, warm.log, warm.sock). The next `start()` of
@@ -725,6 +730,7 @@ class _Supervisor:
         started = time.monotonic()
         seen_at = None  # last time the chief's port answered
         finished = False  # the chief's supervisor announced the end of the job
+        end_at = None  # when a task with an end grace stops, once the end is announced
         next_probe = started
         while True:
             returncode = self.proc.poll()
@@ -744,7 +750,11 @@ class _Supervisor:
                     log_line(self.log, "chief %s announces the end of the job" % spec["stop_when_gone"])
                     finished = True
                     seen_at = seen_at or moment
-                if answer == "up":
+                    if spec.get("end_grace") is not None:
+                        end_at = moment + spec["end_grace"]
+                if end_at is not None and moment >= end_at:
+                    self.terminate("chief finished", 0)
+                elif answer == "up":
                     if seen_at is None:
                         log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
                     seen_at = time.monotonic()
@@ -839,13 +849,13 @@ def _daemonize_and_run(spec, env):
 
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
           gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
-          announce_for=60.0):
+          announce_for=60.0, end_grace=None):
     """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
 
     The task's environment is this process's, then env (values never written anywhere), then env_file,
     then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from tf_config.json). announce_end: a port to announce the
-    end of the job on once the task has exited with code 0. Raises SupervisorError when the task runs already
-    or cannot be started.
+    end of the job on once the task has exited with code 0. end_grace: seconds the task goes on once the leader
+    announced that end (None: gone_grace). Raises SupervisorError when the task runs already or cannot be started.
     """
     if not command:
         raise SupervisorError("no command given (put it after --)")
@@ -877,6 +887,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
         remove(os.path.join(task_dir, file_name))
     spec = {"dir": task_dir, "name": name, "command": list(command), "chdir": chdir,
             "stop_when_gone": stop_when_gone or None, "gone_grace": float(gone_grace),
+            "end_grace": None if end_grace is None else float(end_grace),
             "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
             "stop_timeout": float(stop_timeout), "announce_end": int(announce_end) if announce_end else None,
             "announce_for": float(announce_for)}
@@ -1057,6 +1068,8 @@ def main(argv=None):
     start_parser.add_argument("--stop-when-gone", metavar="HOST:PORT", dest="stop_when_gone",
                               help="stop the task once this port answered and then stopped answering")
     start_parser.add_argument("--gone-grace", type=float, default=20.0)
+    start_parser.add_argument("--end-grace", type=float, metavar="SECONDS",
+                              help="seconds the task goes on once the leader announced the end (default: --gone-grace)")
     start_parser.add_argument("--never-seen-timeout", type=float, default=1800.0)
     start_parser.add_argument("--probe-interval", type=float, default=2.0)
     start_parser.add_argument("--stop-timeout", type=float, default=10.0,
@@ -1097,7 +1110,7 @@ def main(argv=None):
                         chdir=args.chdir, stop_when_gone=args.stop_when_gone, gone_grace=args.gone_grace,
                         never_seen_timeout=args.never_seen_timeout, probe_interval=args.probe_interval,
                         stop_timeout=args.stop_timeout, announce_end=args.announce_end,
-                        announce_for=args.announce_for)
+                        announce_for=args.announce_for, end_grace=args.end_grace)
     except SupervisorError as e:
         sys.stderr.write("error: %s\n" % e)
         return 1

@@ -77,6 +77,10 @@ options:
       announce_end:
         description: As O(announce_end).
         type: int
+      end_grace:
+        description: As O(end_grace).
+        type: int
+        version_added: 0.5.0
   state:
     description:
       - V(started) ensures a run is in progress, see the description.
@@ -125,6 +129,14 @@ options:
     description: Seconds the chief's port must stay silent before the task is stopped.
     type: int
     default: 20
+  end_grace:
+    description:
+      - With O(stop_when_gone), seconds the task goes on once the chief's supervisor has announced the end of the job
+        (see O(announce_end)); without it, O(gone_grace) applies.
+      - V(0) is for a task that only serves (a parameter server, or a worker of a parameter_server job); the job is
+        done, so it stops at once and its host is free for the next step of the play.
+    type: int
+    version_added: 0.5.0
   never_seen_timeout:
     description: Stop the task when the chief's port has not answered at all within this many seconds.
     type: int
@@ -271,7 +283,8 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard,
 
 HASH_FILE = "config.sha256"
 # The options that describe one task; with `tasks`, each entry sets them and the rest is shared.
-TASK_OPTIONS = ("name", "dir", "command", "env_file", "env_from_files", "watch_files", "stop_when_gone", "announce_end")
+TASK_OPTIONS = ("name", "dir", "command", "env_file", "env_from_files", "watch_files", "stop_when_gone", "announce_end",
+                "end_grace")
 # The state of a task whose folder does not exist yet.
 NEVER_STARTED = {"running": False, "pid": None, "returncode": None, "reason": _supervisor.NOT_STARTED,
                  "started_at": None, "finished_at": None}
@@ -298,6 +311,8 @@ def compute_hash(params):
         "env_from_files": {k: [v, file_digest(v)] for k, v in p["env_from_files"].items()},
         "watch_files": [[f, file_digest(f)] for f in p["watch_files"]],
     }
+    if p["end_grace"] is not None:  # only then: the hash of a task without one is what it was before the option
+        material["end_grace"] = p["end_grace"]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -322,7 +337,7 @@ def launch(p):
         env=p["env"], env_file=p["env_file"], env_from_files=dict(sorted(p["env_from_files"].items())),
         chdir=p["chdir"], stop_when_gone=p["stop_when_gone"], gone_grace=p["gone_grace"],
         never_seen_timeout=p["never_seen_timeout"], stop_timeout=p["stop_timeout"],
-        announce_end=p["announce_end"], announce_for=p["announce_for"])
+        announce_end=p["announce_end"], announce_for=p["announce_for"], end_grace=p["end_grace"])
 
 
 def plan_started(params, status, old_hash, new_hash):
@@ -437,6 +452,7 @@ def main():
                 watch_files=dict(type="list", elements="path", default=[]),
                 stop_when_gone=dict(type="str"),
                 announce_end=dict(type="int"),
+                end_grace=dict(type="int"),
             )),
             state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
             command=dict(type="list", elements="str"),
@@ -449,6 +465,7 @@ def main():
             gone_grace=dict(type="int", default=20),
             never_seen_timeout=dict(type="int", default=1800),
             announce_end=dict(type="int"),
+            end_grace=dict(type="int"),
             announce_for=dict(type="int", default=60),
             config_hash=dict(type="str"),
             restart=dict(type="bool", default=False),

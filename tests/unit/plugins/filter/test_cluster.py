@@ -67,6 +67,19 @@ def test_task_folders_are_where_the_launch_puts_each_task():
     assert tf_task_folders([t["name"] for t in tasks], "/var/lib/tfdist/demo") == folders
 
 
+@pytest.mark.parametrize("ps, expected", [
+    # A parameter_server job: its ps and workers only serve, and stop as soon as the chief announces the end.
+    (1, {"ps-0": 0, "worker-0": 0, "worker-1": 0, "evaluator-0": None, "chief-0": None}),
+    # Without ps (multi_worker_mirrored) a worker ends its own loop: it keeps the grace, as the evaluator does.
+    (0, {"worker-0": None, "worker-1": None, "evaluator-0": None, "chief-0": None}),
+])
+def test_only_the_tasks_that_serve_stop_at_the_announced_end(ps, expected):
+    hostvars = {"local": {"tfdist_private_ip": "127.0.0.1", "tfdist_tasks": tf_task_layout(2, ps, 1, port_base=2222)}}
+    tasks = tf_tasks(hostvars, ["local"])
+    launched = tf_launches(tasks, "/w", "demo", tf_cluster_spec(tasks), tf_leader(tasks), "python")
+    assert {launch["name"].split("/")[1]: launch["end_grace"] for launch in launched} == expected
+
+
 @pytest.mark.parametrize(
     "hostvars, message",
     [

@@ -211,3 +211,37 @@ def test_the_command_line_prints_the_same_json_as_the_functions(task_dir, capsys
     assert json.loads(capsys.readouterr().out)["stopped"] is True
     assert _supervisor.main(["start", "--name", "w", "--dir", task_dir]) == 1
     assert "no command given" in capsys.readouterr().err
+
+
+@pytest.fixture
+def finished_leader():
+    """A leader's port that announces the end of the job to every probe, as its supervisor does; its number."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    done = threading.Event()
+
+    def announce():
+        while not done.is_set():
+            try:
+                connection = server.accept()[0]
+            except OSError:
+                continue
+            with connection:
+                connection.sendall(_supervisor.FINISHED + b" chief-0\n")
+        server.close()
+
+    threading.Thread(target=announce, daemon=True).start()
+    yield server.getsockname()[1]
+    done.set()
+
+
+@pytest.mark.parametrize("end_grace, stops", [(0, True), (None, False)], ids=["a-server", "with-gone-grace"])
+def test_a_server_stops_at_the_announced_end_with_no_end_grace(task_dir, finished_leader, end_grace, stops):
+    _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % finished_leader,
+                      gone_grace=30, probe_interval=0.2, end_grace=end_grace)
+
+    # A server is done once the leader says so; another task keeps its gone_grace (30 s here).
+    assert wait_until(ended(task_dir), timeout=5) is stops
+    if stops:
+        status = _supervisor.task_status(task_dir)
+        assert (status["returncode"], status["reason"], _supervisor.failed(status)) == (0, "chief finished", False)

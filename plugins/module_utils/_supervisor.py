@@ -317,13 +317,29 @@ def alive(pid, starttime=None):
 
 
 def group_alive(pgid):
+    """Whether a process of the group still runs. A zombie does not: it has ended, and only waits for a parent to reap
+    it, which an orphan's init may do late (seconds, where PID 1 is not a reaping init)."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    try:
+        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return True  # no /proc to tell a zombie from a process
+    for entry in entries:
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # gone meanwhile
+        # After the command's name (in parentheses, which it may contain): state, ppid, pgrp.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def signal_group(pgid, sig):

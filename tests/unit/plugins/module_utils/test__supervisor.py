@@ -245,3 +245,22 @@ def test_a_server_stops_at_the_announced_end_with_no_end_grace(task_dir, finishe
     if stops:
         status = _supervisor.task_status(task_dir)
         assert (status["returncode"], status["reason"], _supervisor.failed(status)) == (0, "chief finished", False)
+
+
+def test_a_group_of_zombies_is_no_longer_alive():
+    leader = os.fork()
+    if leader == 0:
+        os.setsid()
+        os._exit(0)
+    # Not reaped yet: a zombie, as a task's group leader is until a slow init reaps it.
+    assert wait_until(lambda: open("/proc/%d/stat" % leader).read().split(") ")[1][0] == "Z", timeout=5)
+    try:
+        assert _supervisor.group_alive(leader) is False
+    finally:
+        os.waitpid(leader, 0)
+    assert _supervisor.group_alive(leader) is False
+
+
+def test_a_running_group_is_alive(task_dir):
+    started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
+    assert _supervisor.group_alive(started["pid"]) is True

@@ -4,7 +4,9 @@
 
 Runs on the controller for one host of the cluster and polls that host with the
 read-only tfdist.cluster.training_status module. A module alone could not show
-progress while it runs; an action plugin can print between polls.
+progress while it runs; an action plugin can print between polls. A host that is the
+controller's own machine (a local connection, no become) is looked at in this process,
+with the module's own code: no Python started there every few seconds beside the training.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader, task_folders
 
 display = Display()
@@ -196,13 +199,18 @@ class ActionModule(ActionBase):
         only_workers = bool(local) and all(t["type"] == "worker" for t in local)
         lost, connection_errors = [], 0
         status = {}
+        # cloud=local: the job runs on this machine, where a module run every few seconds takes CPU from it.
+        here = self._connection.transport == "local" and not self._play_context.become
         while True:
             try:
-                probe = self._execute_module(
-                    module_name="tfdist.cluster.training_status",
-                    module_args=module_args,
-                    task_vars=task_vars,
-                )
+                if here:
+                    probe = _job_state.watch(**module_args)
+                else:
+                    probe = self._execute_module(
+                        module_name="tfdist.cluster.training_status",
+                        module_args=module_args,
+                        task_vars=task_vars,
+                    )
                 connection_errors = 0
             except AnsibleConnectionFailure as error:
                 # One dropped connection is not a lost host: try a few polls more.

@@ -163,28 +163,8 @@ failed_tasks:
   elements: str
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
-
-# What this module reports of each task (the supervisor's status has more).
-TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
-
-
-def task_state(name, task_dir, tail_lines):
-    """The task's state as the supervisor recorded it, with the end of its log once it is not running."""
-    status = _supervisor.task_status(task_dir)
-    state = dict(name=name, **{key: status[key] for key in TASK_KEYS})
-    if not state["running"]:
-        state["log_tail"] = _supervisor.log_tail(task_dir, tail_lines)
-    return state
-
-
-def answers(address, timeout):
-    host, port = address.rpartition(":")[::2]
-    return _supervisor.tcp_answers(host.strip("[]"), port, timeout)
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _job_state
 
 
 def main():
@@ -204,53 +184,7 @@ def main():
         supports_check_mode=True,
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
-    p = module.params
-    started = time.monotonic()
-    seen = look(p)
-    # Only a job whose tasks all run is waited on: an ended or failed task is news to answer with at once.
-    while all(t["running"] for t in seen["tasks"]) and time.monotonic() - started + p["wait_interval"] <= p["wait"]:
-        time.sleep(p["wait_interval"])
-        latest = look(p)
-        news, seen = moment(latest) != moment(seen), latest
-        if news:
-            break
-    module.exit_json(changed=False, waited=round(time.monotonic() - started, 1), **seen)
-
-
-def look(p):
-    """One look at the job: this host's tasks, the chief's files, the other hosts' ports."""
-    tasks = [task_state(t["name"], t["dir"], p["tail_lines"]) for t in p["tasks"]]
-    status = result = age = None
-    if p["work_dir"]:
-        status_path = os.path.join(p["work_dir"], "status.json")
-        status = _supervisor.read_json(status_path)
-        if status is not None:
-            try:
-                age = round(time.time() - os.path.getmtime(status_path), 1)
-            except OSError:
-                pass
-        result = _supervisor.read_json(os.path.join(p["work_dir"], "result.json"))
-    return dict(
-        tasks=tasks,
-        status=status,
-        status_age=age,
-        result=result,
-        unreachable=[a for a in p["probe"] if not answers(a, p["probe_timeout"])],
-        failed_tasks=[t["name"] for t in tasks if _supervisor.failed(t)],
-    )
-
-
-def moment(seen):
-    """What a watch acts on in a look (not the step, which moves all the time): a change of it ends the wait."""
-    status = seen["status"] or {}
-    return (
-        [(t["name"], t["running"], t["supervisor_running"], t["pid"], t["returncode"]) for t in seen["tasks"]],
-        seen["unreachable"],
-        seen["result"] is not None,
-        status.get("state"),
-        status.get("started_at"),
-        status.get("first_step_at") is not None,
-    )
+    module.exit_json(changed=False, **_job_state.watch(**module.params))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""What a training job looks like on one host: its tasks' records, the leader's files, the other hosts' ports.
+
+The one home of a look at a job, used by the training_status module on the host, and by the training_watch action
+in its own process when the host is the controller's machine (no module run while the job trains there).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ._supervisor import failed, log_tail, read_json, task_status, tcp_answers
+
+# What a look reports of each task (the supervisor's status has more).
+TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
+
+
+def task_state(name, task_dir, tail_lines):
+    """The task's state as the supervisor recorded it, with the end of its log once it is not running."""
+    status = task_status(task_dir)
+    state = dict(name=name, **{key: status[key] for key in TASK_KEYS})
+    if not state["running"]:
+        state["log_tail"] = log_tail(task_dir, tail_lines)
+    return state
+
+
+def answers(address, timeout):
+    host, port = address.rpartition(":")[::2]
+    return tcp_answers(host.strip("[]"), port, timeout)
+
+
+def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
+    """One look at the job: this host's tasks ({name, dir}), the leader's files in work_dir, the other hosts' ports."""
+    states = [task_state(t["name"], t["dir"], tail_lines) for t in tasks]
+    status = result = age = None
+    if work_dir:
+        status_path = os.path.join(work_dir, "status.json")
+        status = read_json(status_path)
+        if status is not None:
+            try:
+                age = round(time.time() - os.path.getmtime(status_path), 1)
+            except OSError:
+                pass
+        result = read_json(os.path.join(work_dir, "result.json"))
+    return dict(
+        tasks=states,
+        status=status,
+        status_age=age,
+        result=result,
+        unreachable=[a for a in probe if not answers(a, probe_timeout)],
+        failed_tasks=[t["name"] for t in states if failed(t)],
+    )
+
+
+def moment(seen):
+    """What a watch acts on in a look (not the step, which moves all the time): a change of it ends the wait."""
+    status = seen["status"] or {}
+    return (
+        [(t["name"], t["running"], t["supervisor_running"], t["pid"], t["returncode"]) for t in seen["tasks"]],
+        seen["unreachable"],
+        seen["result"] is not None,
+        status.get("state"),
+        status.get("started_at"),
+        status.get("first_step_at") is not None,
+    )
+
+
+def watch(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0, wait=0.0, wait_interval=1.0):
+    """A look, then more every wait_interval seconds for up to wait seconds while every task runs and nothing changes;
+    the last look, with `waited` (seconds)."""
+    started = time.monotonic()
+    seen = look(tasks, work_dir, tail_lines, probe, probe_timeout)
+    # Only a job whose tasks all run is waited on: an ended or failed task is news to answer with at once.
+    while all(t["running"] for t in seen["tasks"]) and time.monotonic() - started + wait_interval <= wait:
+        time.sleep(wait_interval)
+        latest = look(tasks, work_dir, tail_lines, probe, probe_timeout)
+        news, seen = moment(latest) != moment(seen), latest
+        if news:
+            break
+    return dict(seen, waited=round(time.monotonic() - started, 1))

@@ -33,6 +33,9 @@ def answers(address, timeout):
 
 def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
     """One look at the job: this host's tasks ({name, dir}), the leader's files in work_dir, the other hosts' ports."""
+    # The ports first: a server stops because the leader has ended, so the leader's records read after its port show
+    # that end whenever the port's silence comes from it, even when a probe of a lost host took seconds.
+    unreachable = [a for a in probe if not answers(a, probe_timeout)]
     states = [task_state(t["name"], t["dir"], tail_lines) for t in tasks]
     status = result = age = None
     if work_dir:
@@ -49,7 +52,7 @@ def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
         status=status,
         status_age=age,
         result=result,
-        unreachable=[a for a in probe if not answers(a, probe_timeout)],
+        unreachable=unreachable,
         failed_tasks=[t["name"] for t in states if failed(t)],
     )
 

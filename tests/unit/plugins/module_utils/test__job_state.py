@@ -1,0 +1,37 @@
+"""A look at a job (module_utils/_job_state.py): what the watch acts on."""
+
+import pytest
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state, _supervisor
+from processes import wait_until
+
+
+@pytest.fixture
+def chief(tmp_path):
+    path = str(tmp_path / "tasks" / "chief-0")
+    _supervisor.start(path, "chief-0", ["sleep", "60"])
+    yield {"name": "chief-0", "dir": path}
+    _supervisor.stop(path, timeout=5)
+
+
+def test_a_server_silenced_by_the_leaders_end_is_seen_with_that_end(chief, monkeypatch):
+    def leader_ends_then_the_server_stops(address, timeout):
+        # What happens between a look's reads when a probe takes seconds (a lost host's): the leader ends, and
+        # the server, told so, stops.
+        _supervisor.stop(chief["dir"], timeout=5)
+        return False
+
+    monkeypatch.setattr(_job_state, "answers", leader_ends_then_the_server_stops)
+    seen = _job_state.look([chief], probe=["10.0.0.9:2222"])
+
+    # The silent server and the leader's end in the same look: the watch counts no lost server.
+    assert seen["unreachable"] == ["10.0.0.9:2222"]
+    assert seen["tasks"][0]["running"] is False and seen["failed_tasks"] == []
+
+
+def test_a_wait_answers_at_once_when_a_task_ends(chief):
+    assert _job_state.watch([chief], wait=0.5, wait_interval=0.1)["tasks"][0]["running"] is True
+    _supervisor.stop(chief["dir"], timeout=5)
+    assert wait_until(lambda: not _supervisor.task_status(chief["dir"])["running"])
+    seen = _job_state.watch([chief], wait=30, wait_interval=0.1)
+    assert seen["waited"] < 1 and seen["tasks"][0]["reason"] == "stopped"

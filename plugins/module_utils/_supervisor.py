@@ -765,12 +765,16 @@ class _Supervisor:
                     # Seen, and gone: the grace runs from now (or since it last answered).
                     log_line(self.log, "chief %s announces the end of the job" % spec["stop_when_gone"])
                     finished = True
-                    seen_at = seen_at or moment
-                    if spec.get("end_grace") is not None:
+                    # The end grace only for an end heard after the chief answered in this run: an announcement
+                    # heard first may be the last run's, still on the port until the chief's relaunch ends it.
+                    if spec.get("end_grace") is not None and seen_at is not None:
                         end_at = moment + spec["end_grace"]
+                    seen_at = seen_at or moment
                 if end_at is not None and moment >= end_at:
                     self.terminate("chief finished", 0)
                 elif answer == "up":
+                    if finished:  # the chief runs again (a relaunch): its end is still to come
+                        finished = False
                     if seen_at is None:
                         log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
                     seen_at = time.monotonic()

@@ -135,6 +135,8 @@ options:
         (see O(announce_end)); without it, O(gone_grace) applies.
       - V(0) is for a task that only serves (a parameter server, or a worker of a parameter_server job); the job is
         done, so it stops at once and its host is free for the next step of the play.
+      - Only for an end heard after the chief's port has answered in this run; an announcement heard first may be the
+        last run's (until the chief's relaunch ends it), and O(gone_grace) applies to it.
     type: int
     version_added: 0.5.0
   never_seen_timeout:

@@ -215,10 +215,12 @@ def test_the_command_line_prints_the_same_json_as_the_functions(task_dir, capsys
 
 @pytest.fixture
 def finished_leader():
-    """A leader's port that announces the end of the job to every probe, as its supervisor does; its number."""
+    """A leader's port that answers as a training chief for a second, then announces the end of the job to every
+    probe, as its supervisor does; its number."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     done = threading.Event()
+    ends_at = time.monotonic() + 1.0
 
     def announce():
         while not done.is_set():
@@ -227,7 +229,10 @@ def finished_leader():
             except OSError:
                 continue
             with connection:
-                connection.sendall(_supervisor.FINISHED + b" chief-0\n")
+                if time.monotonic() < ends_at:
+                    time.sleep(0.3)  # a TF server: it says nothing
+                else:
+                    connection.sendall(_supervisor.FINISHED + b" chief-0\n")
         server.close()
 
     threading.Thread(target=announce, daemon=True).start()
@@ -264,3 +269,38 @@ def test_a_group_of_zombies_is_no_longer_alive():
 def test_a_running_group_is_alive(task_dir):
     started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
     assert _supervisor.group_alive(started["pid"]) is True
+
+
+@pytest.fixture
+def relaunched_leader():
+    """A leader's port that still announces the end of the last run, then answers as a relaunched chief: its number."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    done = threading.Event()
+    relaunch_at = time.monotonic() + 1.0
+
+    def answer():
+        while not done.is_set():
+            try:
+                connection = server.accept()[0]
+            except OSError:
+                continue
+            with connection:
+                if time.monotonic() < relaunch_at:
+                    connection.sendall(_supervisor.FINISHED + b" chief-0\n")
+                else:
+                    time.sleep(0.3)  # a TF server: it says nothing
+        server.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    yield server.getsockname()[1]
+    done.set()
+
+
+def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(task_dir, relaunched_leader):
+    _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % relaunched_leader,
+                      gone_grace=3, probe_interval=0.2, end_grace=0)
+
+    # The end it hears first is the last run's: the chief comes back within the grace, and the server serves it.
+    assert wait_until(ended(task_dir), timeout=4) is False
+    assert "announces the end" in _supervisor.log_tail(task_dir, 20)

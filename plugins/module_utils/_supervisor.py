@@ -283,12 +283,21 @@ def read_env_file(path):
 # ---------------------------------------------------------------- processes
 
 
-def proc_starttime(pid):
-    """Kernel start time of pid (clock ticks since boot), None if it does not run (or is a zombie)."""
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command's name (state, ppid, pgrp, ...), None when it cannot be read."""
     try:
-        with open("/proc/%d/stat" % int(pid)) as handle:
+        with open("/proc/%s/stat" % pid) as handle:
             stat = handle.read()
     except OSError:
+        return None
+    # The command name (field 2) may contain spaces and brackets: split after it.
+    return stat.rsplit(")", 1)[1].split()
+
+
+def proc_starttime(pid):
+    """Kernel start time of pid (clock ticks since boot), None if it does not run (or is a zombie)."""
+    fields = proc_stat(int(pid))
+    if fields is None:
         if not os.path.isdir("/proc/self"):
             # No procfs (not Linux): fall back to a plain existence check.
             try:
@@ -299,8 +308,6 @@ def proc_starttime(pid):
             except PermissionError:
                 return 0
         return None
-    # The command name (field 2) may contain spaces and brackets: split after it.
-    fields = stat.rsplit(")", 1)[1].split()
     if fields[0] == "Z":  # zombie: already dead, only not reaped yet
         return None
     return int(fields[19])
@@ -330,14 +337,8 @@ def group_alive(pgid):
     except OSError:
         return True  # no /proc to tell a zombie from a process
     for entry in entries:
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                stat = handle.read()
-        except OSError:
-            continue  # gone meanwhile
-        # After the command's name (in parentheses, which it may contain): state, ppid, pgrp.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        fields = proc_stat(entry)  # None: gone meanwhile
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
             return True
     return False
 
@@ -773,8 +774,7 @@ class _Supervisor:
                 if end_at is not None and moment >= end_at:
                     self.terminate("chief finished", 0)
                 elif answer == "up":
-                    if finished:  # the chief runs again (a relaunch): its end is still to come
-                        finished = False
+                    finished = False  # a chief that runs again (a relaunch): its end is still to come
                     if seen_at is None:
                         log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
                     seen_at = time.monotonic()

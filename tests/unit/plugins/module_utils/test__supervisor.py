@@ -213,31 +213,37 @@ def test_the_command_line_prints_the_same_json_as_the_functions(task_dir, capsys
     assert "no command given" in capsys.readouterr().err
 
 
-@pytest.fixture
-def finished_leader():
-    """A leader's port that answers as a training chief for a second, then announces the end of the job to every
-    probe, as its supervisor does; its number."""
+def leader_port(ends_first):
+    """A leader's port whose answers change after a second, as its supervisor's and its TF server's do: the end of the
+    job announced, or nothing said (a TF server). ends_first: the announcement comes first (the last run's, before
+    a relaunch), else after (a chief that trains, then ends). Yields its number."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     done = threading.Event()
-    ends_at = time.monotonic() + 1.0
+    turn_at = time.monotonic() + 1.0
 
-    def announce():
+    def answer():
         while not done.is_set():
             try:
                 connection = server.accept()[0]
             except OSError:
                 continue
             with connection:
-                if time.monotonic() < ends_at:
-                    time.sleep(0.3)  # a TF server: it says nothing
-                else:
+                if (time.monotonic() < turn_at) == ends_first:
                     connection.sendall(_supervisor.FINISHED + b" chief-0\n")
+                else:
+                    time.sleep(0.3)  # a TF server: it says nothing
         server.close()
 
-    threading.Thread(target=announce, daemon=True).start()
+    threading.Thread(target=answer, daemon=True).start()
     yield server.getsockname()[1]
     done.set()
+
+
+@pytest.fixture
+def finished_leader():
+    """A chief that trains for a second, then ends: its port's number."""
+    yield from leader_port(ends_first=False)
 
 
 @pytest.mark.parametrize("end_grace, stops", [(0, True), (None, False)], ids=["a-server", "with-gone-grace"])
@@ -273,28 +279,8 @@ def test_a_running_group_is_alive(task_dir):
 
 @pytest.fixture
 def relaunched_leader():
-    """A leader's port that still announces the end of the last run, then answers as a relaunched chief: its number."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    done = threading.Event()
-    relaunch_at = time.monotonic() + 1.0
-
-    def answer():
-        while not done.is_set():
-            try:
-                connection = server.accept()[0]
-            except OSError:
-                continue
-            with connection:
-                if time.monotonic() < relaunch_at:
-                    connection.sendall(_supervisor.FINISHED + b" chief-0\n")
-                else:
-                    time.sleep(0.3)  # a TF server: it says nothing
-        server.close()
-
-    threading.Thread(target=answer, daemon=True).start()
-    yield server.getsockname()[1]
-    done.set()
+    """The last run's end still announced for a second, then a relaunched chief: its port's number."""
+    yield from leader_port(ends_first=True)
 
 
 def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(task_dir, relaunched_leader):

@@ -141,8 +141,8 @@ MARKER = "import os\nPID = os.getpid()  # the process that imported it\n"
 HOSTED_SCRIPT = """
 import json, os, signal, sys, time
 marker = sys.modules.get("marker")
-print("report " + json.dumps({"imported_by": marker and marker.PID, "pid": os.getpid(), "task": os.environ["TFDIST_TASK"]}),
-      flush=True)
+print("report " + json.dumps({"imported_by": marker and marker.PID, "pid": os.getpid(), "task": os.environ["TFDIST_TASK"],
+                             "session": os.getsid(0), "group": os.getpgid(0)}), flush=True)
 if sys.argv[1] == "raise":
     raise RuntimeError("bad data")
 if sys.argv[1] == "sleep":
@@ -199,6 +199,10 @@ def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted,
     assert [seen["imported_by"] for seen in reports] == [host_pid] * 3
     assert [seen["task"] for seen in reports] == ["ps-0", "worker-0", "chief-0"]
     assert len({seen["pid"] for seen in reports}) == 3
+    # Each task is a process group of its own (a stop signals the group), all in the host's one session: the
+    # scheduler shares the CPU between sessions, and tasks in sessions of their own trained about 5 % slower.
+    assert [seen["group"] for seen in reports] == [status["pid"] for status in statuses]
+    assert {seen["session"] for seen in reports} == {host_pid}
     assert "RuntimeError: bad data" in _supervisor.log_tail(folders[1])
     # The host ends once it has forked the Pythons it was started for, and takes its socket along.
     assert wait_until(lambda: not alive(host_pid) and not (tmp_path / "warm-host.sock").exists())

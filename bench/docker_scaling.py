@@ -12,9 +12,8 @@ Clusters above --large nodes (default 8) train a tiny job: what grows there is A
 At --rerun-size nodes (default 4) it also times a re-run with one setting changed (more steps), from the command's
 start to the new run's first step, against the floor: the deployed scripts started in their containers by hand
 (`docker exec`, no Ansible, no supervisor). Every node shares this machine's cores with the controller, so it also
-reports the CPU seconds spent
-before launch by the nodes (their containers' cgroups) and by the rest of the machine (Ansible, ssh,
-the engine): where a larger cluster's configure time goes.
+reports the CPU seconds spent before launch by the nodes (their containers' cgroups) and by the rest of the machine
+(Ansible, ssh, the engine): where a larger cluster's configure time goes.
 Writes bench/results/docker_scaling.json.
 """
 
@@ -165,7 +164,8 @@ def main():
         cluster = f"bench-{nodes}"
         playbook("destroy", cluster)
         steps = args.steps if nodes <= args.large else args.large_steps
-        extra = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}", f"tf_train_steps={steps}")
+        shape = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}")
+        extra = shape + (f"tf_train_steps={steps}",)
         sampler = CpuSampler()
         sampler.start()
         try:
@@ -186,7 +186,7 @@ def main():
         if nodes == args.rerun_size:
             # The cluster's tasks, one per container, in the training role's launch order: the workers, then the chief.
             hand = by_hand_on_docker(cluster, [f"worker-{i}" for i in range(nodes - 1)] + ["chief-0"])
-            rerun_started, _seconds, _output = playbook("deploy", cluster, *extra[:-1], f"tf_train_steps={steps + 100}")
+            rerun_started, _seconds, _output = playbook("deploy", cluster, *shape, f"tf_train_steps={steps + 100}")
             with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
                 rerun = json.load(handle)["first_step_at"] - rerun_started
             changed_rerun = {"rerun_to_first_step_s": round(rerun, 1), "hand_to_first_step_s": round(hand, 1),

@@ -32,7 +32,7 @@ from ansible_cli import run_playbook  # noqa: E402
 from goals import goal, write  # noqa: E402
 from processes import free_port_block  # noqa: E402
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import LAUNCH_ORDER  # noqa: E402
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
 
 CLUSTER = "bench"
 
@@ -70,7 +70,8 @@ def by_hand_round(job_dir, python):
     work_dir = tempfile.mkdtemp(prefix="tfdist-bench-")
     shutil.copytree(os.path.join(job_dir, "data"), os.path.join(work_dir, "data"))
     # Servers first, as the training role launches them.
-    tasks = sorted(os.listdir(os.path.join(job_dir, "tasks")), key=lambda n: (LAUNCH_ORDER.index(n.split("-")[0]), n))
+    folders = [name.rsplit("-", 1) for name in os.listdir(os.path.join(job_dir, "tasks"))]
+    tasks = [task_name(t["type"], t["index"]) for t in launch_order([{"type": kind, "index": index} for kind, index in folders])]
     procs = []
     started = time.time()
     try:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import glob
 import sys
@@ -32,8 +33,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
 from goals import goal, write  # noqa: E402
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
 
 # A host's line of the PLAY RECAP: its name and its changed count.
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.MULTILINE)
@@ -96,9 +100,8 @@ class CpuSampler(threading.Thread):
         return last[1] - first[1], nodes
 
 
-# Where the training role puts a cluster's job on a node, and the node image's TensorFlow Python.
+# Where the training role puts a cluster's job on a node (its default training_home), and the hand-started job.
 NODE_JOB = "/var/lib/tfdist/{cluster}"
-NODE_PYTHON = "/opt/tfdist/venv/bin/python"
 HAND_JOB = "/tmp/tfdist-bench-hand"
 
 
@@ -113,12 +116,15 @@ def by_hand_on_docker(cluster, tasks):
     job = NODE_JOB.format(cluster=cluster)
     for task in tasks:  # untimed: a fresh job folder with the dataset, as the deploy had
         docker_exec(f"{cluster}-{task}", f"rm -rf {HAND_JOB} && mkdir -p {HAND_JOB}/tasks/{task} && cp -r {job}/data {HAND_JOB}/")
+    # What the deploy's supervisor ran (the node's Python and the task's train.py), from its record.
+    commands = {task: json.loads(docker_exec(f"{cluster}-{task}", f"cat {job}/tasks/{task}/task.json").stdout)["command"]
+                for task in tasks}
     started = time.time()
     for task in tasks:
         folder = f"{HAND_JOB}/tasks/{task}"
+        command = shlex.join(commands[task] + ["--work_dir", HAND_JOB, "--task_dir", folder])
         docker_exec(f"{cluster}-{task}", f"echo $$ > {folder}/pid; TF_CONFIG=$(cat {job}/tasks/{task}/tf_config.json) "
-                    f"exec {NODE_PYTHON} {job}/tasks/{task}/train.py --work_dir {HAND_JOB} --task_dir {folder} "
-                    f"> {folder}/task.log 2>&1", detach=True)
+                    f"exec {command} > {folder}/task.log 2>&1", detach=True)
     deadline = time.time() + 600
     while time.time() < deadline:
         read = docker_exec(f"{cluster}-chief-0", f"cat {HAND_JOB}/result.json")
@@ -184,8 +190,9 @@ def main():
         changed = {host: int(count) for host, count in RECAP_LINE.findall(output)}
         changed_rerun = None
         if nodes == args.rerun_size:
-            # The cluster's tasks, one per container, in the training role's launch order: the workers, then the chief.
-            hand = by_hand_on_docker(cluster, [f"worker-{i}" for i in range(nodes - 1)] + ["chief-0"])
+            # The cluster's tasks, one per container, in the training role's launch order (servers first).
+            tasks = [{"type": "chief", "index": 0}] + [{"type": "worker", "index": i} for i in range(nodes - 1)]
+            hand = by_hand_on_docker(cluster, [task_name(t["type"], t["index"]) for t in launch_order(tasks)])
             rerun_started, _seconds, _output = playbook("deploy", cluster, *shape, f"tf_train_steps={steps + 100}")
             with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
                 rerun = json.load(handle)["first_step_at"] - rerun_started

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from ._supervisor import failed, log_tail, read_json, task_status, tcp_answers
+from ._supervisor import failed, log_tail, parse_host_port, read_json, task_status, tcp_answers
 
 # What a look reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
@@ -27,8 +27,11 @@ def task_state(name, task_dir, tail_lines):
 
 
 def answers(address, timeout):
-    host, port = address.rpartition(":")[::2]
-    return tcp_answers(host.strip("[]"), port, timeout)
+    try:
+        host, port = parse_host_port(address)
+    except ValueError:
+        return False  # no address, no answer
+    return tcp_answers(host, port, timeout)
 
 
 def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):

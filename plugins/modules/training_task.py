@@ -369,8 +369,9 @@ def check_params(p):
     if p["state"] == "started" and not p["command"]:
         return "command must not be empty (task %s)" % p["name"]
     if p["stop_when_gone"]:
-        host, sep, port = p["stop_when_gone"].rpartition(":")
-        if not sep or not host or not port.isdigit():
+        try:
+            _supervisor.parse_host_port(p["stop_when_gone"])
+        except ValueError:
             return "stop_when_gone must be HOST:PORT, got %r (task %s)" % (p["stop_when_gone"], p["name"])
     return None
 

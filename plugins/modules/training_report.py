@@ -62,6 +62,8 @@ options:
     description:
       - Which run of the leader wrote these results (its supervisor's start time), recorded as C(leader_run). A re-run
         that finds that run finished, and the summary naming it, leaves the results where they are.
+      - Empty when this deploy neither launched (no C(launched) in O(clock)) nor collected anything: the summary keeps
+        the run it names.
     type: str
     default: ""
     version_added: 0.5.0
@@ -218,11 +220,14 @@ def main():
     summary_path = os.path.join(folder, "summary.json")
     clock = module.params["clock"]
     seconds, lost_tasks, restarts = phase_seconds(clock, result), module.params["lost_tasks"], module.params["restarts"]
+    leader_run = module.params["leader_run"]
     if not clock.get("launched"):
-        # Nothing launched by this deploy: the job's phases and losses are those of the deploy that ran it.
+        # Nothing launched by this deploy: the job's phases and losses are those of the deploy that ran it, and so
+        # is its run when nothing was collected either (the controller held its results).
         previous = read_json(summary_path) or {}
         seconds, lost_tasks = previous.get("seconds", seconds), previous.get("lost_tasks", lost_tasks)
         restarts = previous.get("restarts", restarts)
+        leader_run = leader_run or previous.get("leader_run", "")
     summary = dict(result)
     summary.update(
         cluster=module.params["cluster"],
@@ -231,7 +236,7 @@ def main():
         lost_tasks=lost_tasks,
         restarts=restarts,
         missing=[f"{source}/{name}" for name in missing],
-        leader_run=module.params["leader_run"],
+        leader_run=leader_run,
     )
     content = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     changed = needs_write(summary_path, content)

@@ -4,21 +4,20 @@ import json
 import os
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from ansible.errors import AnsibleActionFail
 
-from ansible_collections.tfdist.cluster.plugins.modules import training_report
+from ansible_collections.tfdist.cluster.plugins.action import training_report
 
 
 @pytest.fixture
-def report(capsys, tmp_path):
-    def run_module(**options):
-        args = dict(dict(artifacts_dir=str(tmp_path), cluster="mnist", cloud="local",
-                         clock={"deploy_started": 100.0, "provisioned": 102.5, "installed": 104.0, "launched": 105.0}),
-                    **options)
-        with patch_module_args(args), pytest.raises(SystemExit):
-            training_report.main()
-        return json.loads(capsys.readouterr().out)
-    return run_module
+def report(tmp_path):
+    def run_action(warnings=None, **options):
+        params = {name: spec.get("default") for name, spec in training_report.ARGUMENT_SPEC.items()}
+        params.update(artifacts_dir=str(tmp_path), cluster="mnist", cloud="local",
+                      clock={"deploy_started": 100.0, "provisioned": 102.5, "installed": 104.0, "launched": 105.0})
+        params.update(options)
+        return training_report.report(params, (warnings if warnings is not None else []).append)
+    return run_action
 
 
 @pytest.fixture
@@ -52,8 +51,16 @@ def test_the_summary_and_the_loss_curve_are_written_once(report, finished_run):
 
 
 def test_a_missing_result_is_named(report, tmp_path):
-    result = report()
-    assert result["failed"] and result["msg"].startswith("artifacts_dir: no result.json in %s" % tmp_path)
+    with pytest.raises(AnsibleActionFail, match="^artifacts_dir: no result.json in %s" % tmp_path):
+        report()
+
+
+def test_a_script_of_your_own_may_write_no_result(report, tmp_path):
+    warnings = []
+    result = report(warnings=warnings, required=False, source="chief-host:/var/lib/tfdist/mnist")
+    assert not result["summary"].get("steps") and result["model_path"] == ""
+    assert result["missing"] == ["chief-host:/var/lib/tfdist/mnist/result.json", "chief-host:/var/lib/tfdist/mnist/model/model.keras"]
+    assert [w for w in warnings if w.startswith("your script wrote no result.json: looked for it in chief-host:")]
 
 
 def test_a_broken_matplotlib_costs_the_curve_not_the_summary(report, finished_run, monkeypatch):
@@ -63,8 +70,7 @@ def test_a_broken_matplotlib_costs_the_curve_not_the_summary(report, finished_ru
     warnings = []
     monkeypatch.setattr(training_report, "HAS_MATPLOTLIB", True)
     monkeypatch.setattr(training_report, "draw_loss_curve", broken)
-    monkeypatch.setattr(training_report.AnsibleModule, "warn", lambda _module, warning: warnings.append(warning))
-    result = report()
-    assert not result.get("failed") and result["summary"]["steps"] == 300
+    result = report(warnings=warnings)
+    assert result["summary"]["steps"] == 300
     assert result["loss_curve_path"] == "" and not (finished_run / "loss.png").exists()
     assert [w for w in warnings if "matplotlib could not draw the loss curve" in w and "libfreetype" in w]

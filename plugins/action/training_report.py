@@ -1,0 +1,168 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Write the run summary and the loss curve of a finished job, from the controller's own process.
+
+Every file it reads and writes is the controller's: as a module it cost a payload to build and a Python to start on
+every deploy (0.3 to 0.4 s), for a summary that a re-run leaves as it is.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
+
+ARGUMENT_SPEC = {
+    "artifacts_dir": {"type": "path", "required": True},
+    "cluster": {"type": "str", "required": True},
+    "cloud": {"type": "str", "required": True},
+    "clock": {"type": "dict", "default": {}},
+    "lost_tasks": {"type": "list", "elements": "str", "default": []},
+    "restarts": {"type": "list", "elements": "dict", "default": []},
+    "required": {"type": "bool", "default": True},
+    "source": {"type": "str", "default": ""},
+    "leader_run": {"type": "str", "default": ""},
+}
+
+# Imported only to draw (about half a second): a re-run whose curve is up to date does not pay it.
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+
+def phase_seconds(clock, result):
+    def between(start, end):
+        if start is None or end is None:
+            return None
+        return round(float(end) - float(start), 2)
+
+    return {
+        "provision": between(clock.get("deploy_started"), clock.get("provisioned")),
+        "install": between(clock.get("provisioned"), clock.get("installed")),
+        "launch_to_first_step": between(clock.get("launched"), result.get("first_step_at")),
+        "training": result.get("training_seconds"),
+        "total": between(clock.get("deploy_started"), time.time()),
+    }
+
+
+def read_history(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as handle:
+        return [(int(row["step"]), float(row["loss"])) for row in csv.DictReader(handle)]
+
+
+def draw_loss_curve(history, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps, losses = zip(*history)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.plot(steps, losses, color="tab:blue", linewidth=1.5)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def report(params, warn):
+    """Write summary.json (and loss.png) in params['artifacts_dir']; the action's result. warn(message) warns."""
+    folder = params["artifacts_dir"]
+    source = params["source"] or "the leader's job folder"
+    result_path = os.path.join(folder, "result.json")
+    model_path = os.path.join(folder, "model", "model.keras")
+    missing = [name for name, path in (("result.json", result_path), ("model/model.keras", model_path))
+               if not os.path.exists(path)]
+    if "result.json" in missing and params["required"]:
+        raise AnsibleActionFail(f"artifacts_dir: no result.json in {folder}; did the leader finish?")
+    for name in missing:
+        warn(f"your script wrote no {name}: looked for it in {source} (as $TFDIST_WORK_DIR/{name}); "
+             "the job ended well by its exit code")
+    result = {}
+    if "result.json" not in missing:
+        with open(result_path) as handle:
+            result = json.load(handle)
+
+    summary_path = os.path.join(folder, "summary.json")
+    clock = params["clock"]
+    seconds, lost_tasks, restarts = phase_seconds(clock, result), params["lost_tasks"], params["restarts"]
+    leader_run = params["leader_run"]
+    if not clock.get("launched"):
+        # Nothing launched by this deploy: the job's phases and losses are those of the deploy that ran it, and so
+        # is its run when nothing was collected either (the controller held its results).
+        previous = read_json(summary_path) or {}
+        seconds, lost_tasks = previous.get("seconds", seconds), previous.get("lost_tasks", lost_tasks)
+        restarts = previous.get("restarts", restarts)
+        leader_run = leader_run or previous.get("leader_run", "")
+    summary = dict(result)
+    summary.update(
+        cluster=params["cluster"],
+        cloud=params["cloud"],
+        seconds=seconds,
+        lost_tasks=lost_tasks,
+        restarts=restarts,
+        missing=[f"{source}/{name}" for name in missing],
+        leader_run=leader_run,
+    )
+    content = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
+    changed = needs_write(summary_path, content)
+    if changed:
+        write_file(summary_path, content)
+
+    curve_path = ""
+    history_path = os.path.join(folder, "history.csv")
+    history = read_history(history_path)
+    if history and HAS_MATPLOTLIB:
+        curve_path = os.path.join(folder, "loss.png")
+        if not os.path.exists(curve_path) or os.path.getmtime(curve_path) < os.path.getmtime(history_path):
+            title = f"{params['cluster']} ({params['cloud']}): {summary.get('strategy', '')}"
+            try:
+                draw_loss_curve(history, curve_path, title)
+                changed = True
+            except Exception as error:  # pylint: disable=broad-exception-caught
+                # A matplotlib that is installed but broken costs the picture, not the run's summary.
+                warn(f"matplotlib could not draw the loss curve: {error!r}")
+                curve_path = ""
+    elif history:
+        warn("matplotlib is not installed on the controller: no loss.png drawn")
+
+    return {
+        "changed": changed,
+        "summary": summary,
+        "summary_path": summary_path,
+        "model_path": "" if "model/model.keras" in missing else model_path,
+        "missing": summary["missing"],
+        "loss_curve_path": curve_path,
+    }
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _requires_connection = False  # it never touches the host: the files are the controller's
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        if self._task.check_mode:
+            result.update(skipped=True, msg="training_report writes the summary; it does not run in check mode")
+            return result
+        params = self.validate_argument_spec(ARGUMENT_SPEC)[1]
+        warnings = []
+        try:
+            result.update(report(params, warnings.append))
+        except OSError as error:
+            raise AnsibleActionFail("artifacts_dir: %s: %s" % (error.filename, error.strerror)) from None
+        if warnings:
+            result["warnings"] = warnings
+        return result

@@ -31,6 +31,7 @@ Private to the collection (leading underscore): the API may change between relea
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import pwd
 import re
@@ -52,9 +53,50 @@ TF_TASK_RE = re.compile(r"^(%s)-[0-9]+$" % "|".join(TASK_TYPES))
 PID1_GRACE = 15.0
 
 
+# The guard's folder under its user's home (guard_dir); the idle_guard action's quick look starts there.
+HOME_FOLDER = ".tfdist/" + NAME
+
+
 def guard_dir():
     """The guard's folder of the user this process runs as (its passwd home, whatever $HOME says)."""
-    return os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, ".tfdist", NAME)
+    return os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, HOME_FOLDER)
+
+
+def settings_for(idle_minutes, tasks_dir, poweroff_command):
+    """settings.json for the idle_guard module's options."""
+    return {"idle_seconds": round(float(idle_minutes) * 60, 3), "tasks_dir": tasks_dir,
+            "poweroff_command": poweroff_command or None}
+
+
+def quick_look(options, checksums, folder=None):
+    """{pid, dir, settings} of this user's guard when it runs with the settings of options (the idle_guard module's)
+    and the package whose SHA256SUMS reads checksums, each of its files intact; the controller is then heard from.
+    None when the module has something to do (the idle_guard action's look before it, on a re-run).
+    """
+    folder = folder or guard_dir()
+    # As the module reads a path option: ~ and $VARS expanded on the node.
+    tasks_dir = os.path.expanduser(os.path.expandvars(options["tasks_dir"]))
+    settings = settings_for(options["idle_minutes"], tasks_dir, options.get("poweroff_command"))
+    if read_json(os.path.join(folder, SETTINGS)) != settings:
+        return None
+    package = os.path.join(folder, "lib", "tfdist")
+    try:
+        with open(os.path.join(package, "SHA256SUMS")) as handle:
+            sums = handle.read()
+        if sums != checksums:
+            return None
+        for line in sums.splitlines():
+            digest, path = line.split("  ", 1)
+            with open(os.path.join(package, path), "rb") as handle:
+                if hashlib.sha256(handle.read()).hexdigest() != digest:
+                    return None
+    except (OSError, ValueError):
+        return None
+    status = task_status(folder)
+    if not status["running"]:
+        return None
+    heartbeat(folder)
+    return {"pid": status["pid"], "dir": folder, "settings": settings}
 
 
 def heartbeat(folder=None):

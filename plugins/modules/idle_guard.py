@@ -25,6 +25,9 @@ description:
     the guard's log, the kernel log (a VM's console output) and PID 1's output (a container's C(docker logs)).
   - The guard lives in C(~/.tfdist/idle-guard) of the user Ansible connects as; it runs the node package
     C(tfdist) (see M(tfdist.cluster.node_package)) laid down in its C(lib) folder.
+  - With O(state=started), the action first looks with one raw command (the host's C(python3) runs the guard's own
+    copy of the package). When the guard runs with these settings and this version's files, intact, that look is
+    the whole call (C(changed=false), and the controller is heard from); otherwise the module runs.
   - Never point it at a machine you work on. The deploy playbook does not run it on C(cloud=local).
 version_added: 0.5.0
 author: tfdist maintainers (@tfdist)
@@ -114,8 +117,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._package import PAC
 
 
 def ensure_started(p, folder, check_mode):
-    settings = {"idle_seconds": round(p["idle_minutes"] * 60, 3), "tasks_dir": p["tasks_dir"],
-                "poweroff_command": p["poweroff_command"] or None}
+    settings = _idle_guard.settings_for(p["idle_minutes"], p["tasks_dir"], p["poweroff_command"])
     status = _supervisor.task_status(folder) if os.path.isdir(folder) else {"running": False, "pid": None}
     lib = os.path.join(folder, "lib")
     new_settings = _supervisor.read_json(os.path.join(folder, _idle_guard.SETTINGS)) != settings

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
 from processes import alive, wait_until
 
@@ -117,3 +118,26 @@ def test_absent_stops_the_guard_and_removes_its_folder(guard):
     assert not idle_guard.ensure_absent(guard.folder, False)["changed"]
     _idle_guard.heartbeat(guard.folder)  # no guard, no heartbeat file
     assert not os.path.exists(guard.folder) and not os.path.exists(guard.mark)
+
+
+def test_the_quick_look_finds_the_guard_as_asked_and_nothing_else(guard):
+    """What the idle_guard action's raw command runs on a re-run: the module runs only when this says None."""
+    checksums = package_files()[CHECKSUMS].decode()
+    started = guard.start(idle_seconds=600)
+    options = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": started["settings"]["poweroff_command"]}
+    heard = _idle_guard.last_heard(guard.folder)
+    time.sleep(0.05)
+    found = _idle_guard.quick_look(options, checksums, guard.folder)
+    assert found == {"pid": started["pid"], "dir": guard.folder, "settings": started["settings"]}
+    assert _idle_guard.last_heard(guard.folder) > heard  # the look is word from the controller
+
+    assert _idle_guard.quick_look(dict(options, idle_minutes=20.0), checksums, guard.folder) is None
+    assert _idle_guard.quick_look(options, checksums.replace("0", "1", 1), guard.folder) is None  # other code
+    program = os.path.join(guard.folder, "lib", "tfdist", "_idle_guard.py")
+    with open(program, "a") as handle:
+        handle.write("# changed on the node\n")
+    assert _idle_guard.quick_look(options, checksums, guard.folder) is None
+    assert guard.start(idle_seconds=600)["started"]  # the module lays the file down again, and restarts the guard
+    assert _idle_guard.quick_look(options, checksums, guard.folder)["pid"] is not None
+    _supervisor.stop(guard.folder)
+    assert _idle_guard.quick_look(options, checksums, guard.folder) is None

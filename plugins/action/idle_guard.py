@@ -1,0 +1,65 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Start the idle guard on a node, after a quick look whether it already runs as asked.
+
+On a re-run the guard usually runs with the same settings and code. The node's own copy of the guard
+(module_utils/_idle_guard.py, laid down with the package tfdist) says so in one raw command: the node's python3
+given a line inline, with no module payload to build, send and import (about a third of the module's cost on each
+host of every run). Anything else (no guard yet, other settings, other code, no python3) runs the module.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
+
+# Run in the guard's folder with its package on the path: prints what the guard runs as, or exits 1 (the module's turn).
+QUICK_LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _idle_guard as g; "
+              "found = g.quick_look(json.loads(sys.argv[1]), sys.argv[2]); print(json.dumps(found)); "
+              "sys.exit(found is None)")
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        found = self._quick_look(args) if self._may_look(args) else None
+        if found:
+            result.update(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
+                          settings=found["settings"])
+            return result
+        result.update(self._execute_module(module_name="tfdist.cluster.idle_guard", module_args=args,
+                                           task_vars=task_vars))
+        return result
+
+    def _may_look(self, args):
+        """Only a started guard with well-formed options: the module names what is wrong with the others."""
+        if self._task.check_mode or args.get("state", "started") != "started":
+            return False
+        try:
+            return float(args.get("idle_minutes")) > 0 and isinstance(args.get("tasks_dir"), str)
+        except (TypeError, ValueError):
+            return False
+
+    def _quick_look(self, args):
+        options = {"idle_minutes": float(args["idle_minutes"]), "tasks_dir": args["tasks_dir"],
+                   "poweroff_command": args.get("poweroff_command")}
+        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s %s" % (
+            _idle_guard.HOME_FOLDER, shlex.quote(QUICK_LOOK), shlex.quote(json.dumps(options)),
+            shlex.quote(package_files()[CHECKSUMS].decode()))
+        looked = self._low_level_execute_command(command)
+        if looked.get("rc") != 0:
+            return None
+        try:
+            found = json.loads(looked["stdout"].strip().splitlines()[-1])
+            return found if isinstance(found.get("pid"), int) and {"dir", "settings"} <= set(found) else None
+        except (ValueError, IndexError, AttributeError):
+            return None

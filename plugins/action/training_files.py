@@ -8,25 +8,41 @@ before the call; the template sees where the dataset lands on the host (training
 INLINE_LIMIT bytes the dataset travels inside the module's arguments: one call instead of the two of
 a copy (a stat, then the transfer), the largest cost of a deploy before its first step after the TF
 import. A larger file goes as ansible.builtin.copy sends it, after the call.
+
+On a re-run the node usually holds these files already. The action names each by its checksum and looks first with
+one raw command: the node's python3 runs the package's own copy of _files.holds (laid down by the previous call).
+When every file and folder is there as the module would leave it, that look is the whole call: changed=false, with
+no module payload to build, send and import on each host. Anything else (a file that differs, a new task, other
+code, no python3) runs the module.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
+import shlex
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, package_files
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
 
+# Run with the package's folder on the path: exits 0 when each (root, files, folders, only) of the look holds.
+# Like the module, it tells the idle guard that the controller was heard from.
+QUICK_LOOK = ("import json, sys; sys.path.insert(0, sys.argv[1]); from tfdist import _files, _idle_guard; "
+              "_idle_guard.heartbeat(); sys.exit(not all(_files.holds(**part) for part in json.loads(sys.argv[2])))")
+
 
 class ActionModule(ActionBase):
 
-    TRANSFERS_FILES = True
+    # The module's call is piped (pipelining); a remote temporary folder, where one is needed, is made then (a large
+    # dataset's copy makes its own): none made and removed on every call, two SSH round trips.
+    TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -51,6 +67,9 @@ class ActionModule(ActionBase):
                 args["data"] = {"name": os.path.basename(data_src), "content": content}
             else:
                 large = data_src
+        if not large and self._quick_look(args):
+            result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
+            return result
         result.update(self._execute_module(module_name="tfdist.cluster.training_files", module_args=args,
                                            task_vars=task_vars))
         if large and not result.get("failed"):
@@ -60,6 +79,28 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="data_src: copying %s failed: %s"
                               % (large, result["data_copy"].get("msg")))
         return result
+
+    def _quick_look(self, args):
+        """True when the node holds every file and folder of args as the module would leave them."""
+        work_dir, package_dest = args.get("work_dir"), args.get("package_dest")
+        # Paths as the module reads them only where the node cannot expand them otherwise (no ~, no $VARS).
+        if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in (work_dir, package_dest)):
+            return False
+        try:
+            params = dict(work_dir=work_dir, cluster_name=str(args["cluster_name"]), tasks=args["tasks"],
+                          scripts=args.get("scripts") or {}, script=args.get("script"),
+                          cluster_spec=args["cluster_spec"], chief_name=args.get("chief_name", "chief"),
+                          gpus=int(args.get("gpus", 0)), data=args.get("data"), folders=list(args.get("folders") or []))
+            task_files = _cluster.host_files(params)
+            look = [dict(root=work_dir, digests={path: _files.digest(content) for path, content in task_files.items()},
+                         folders=_cluster.host_folders(params)),
+                    dict(root="%s/%s" % (package_dest, PACKAGE_NAME), only=True,
+                         digests={path: _files.digest(content) for path, content in package_files().items()})]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False  # the module names what is wrong
+        command = "exec python3 -c %s %s %s" % (
+            shlex.quote(QUICK_LOOK), shlex.quote(package_dest), shlex.quote(json.dumps(look)))
+        return self._low_level_execute_command(command).get("rc") == 0
 
     def _render(self, template, template_vars, args, task_vars):
         """{task name: its script}, rendered as the template lookup does, with the task on top of template_vars."""

@@ -13,6 +13,9 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 
 # The TF task types, in the order tfdist lists them (the chief first).
@@ -300,8 +303,17 @@ TASK_TF_CONFIG = 'tf_config.json'
 TASK_ENV = 'task.env'
 
 
+# The folder of the job's tasks under its work dir.
+TASKS_FOLDER = 'tasks'
+
+
+def task_path(name):
+    """A task's folder relative to the job's work dir."""
+    return '%s/%s' % (TASKS_FOLDER, name)
+
+
 def task_folder(work_dir, name):
-    return '%s/tasks/%s' % (work_dir, name)
+    return '%s/%s' % (work_dir, task_path(name))
 
 
 def task_folders(tasks, work_dir):
@@ -319,6 +331,66 @@ DATA_FOLDER = 'data'
 
 def data_path(work_dir, name):
     return '%s/%s/%s' % (work_dir, DATA_FOLDER, name)
+
+
+# The prefix of a task's own variables in its task.env. The program reads them after its imports, so tasks whose
+# environments differ in these alone can share one import (training_files' warm starts).
+OWN_VARIABLES = 'TFDIST_'
+
+
+def task_variables(task, params):
+    """A task's task.env as a dict (params: training_files' work_dir, cluster_name, tasks and gpus)."""
+    variables = {OWN_VARIABLES + 'CLUSTER': params['cluster_name'], OWN_VARIABLES + 'TASK': task['name'],
+                 OWN_VARIABLES + 'WORK_DIR': params['work_dir'],
+                 OWN_VARIABLES + 'TASK_DIR': task_folder(params['work_dir'], task['name'])}
+    if params['gpus'] > 0 and len(params['tasks']) > 1:
+        # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
+        gpu_tasks = [t['name'] for t in params['tasks'] if t['type'] in ('chief', 'worker')]
+        variables['CUDA_VISIBLE_DEVICES'] = str(gpu_tasks.index(task['name']) % params['gpus']) if task['name'] in gpu_tasks else ''
+    return variables
+
+
+def task_env(task, params):
+    """The lines of a task's task.env."""
+    return ''.join('%s=%s\n' % item for item in task_variables(task, params).items())
+
+
+def host_files(params):
+    """{path relative to work_dir: content (bytes)} of a host's tasks and the dataset, what training_files writes.
+
+    params: training_files' work_dir, cluster_name, tasks, scripts, script, cluster_spec, chief_name, gpus and data
+    (its content base64). The module writes them on the node; its action names them by checksum for a look first.
+    ClusterError names the field that is wrong.
+    """
+    files = {}
+    for task in params['tasks']:
+        script = params['scripts'].get(task['name'], params['script'])
+        if script is None:
+            raise ClusterError('scripts: no script for task %s, and no script for every task' % task['name'])
+        try:
+            config = tf_config(task, params['cluster_spec'], params['chief_name'])
+        except ClusterError as error:
+            raise ClusterError('tasks: %s' % error) from error
+        folder = task_path(task['name']) + '/'
+        files[folder + TASK_SCRIPT] = script.encode()
+        files[folder + TASK_TF_CONFIG] = (json.dumps(config, indent=4, sort_keys=True) + '\n').encode()
+        files[folder + TASK_ENV] = task_env(task, params).encode()
+    if params['data']:
+        name = params['data']['name']
+        if name in ('', '.', '..') or '/' in name:
+            raise ClusterError('data: name must be a file name, got %r' % name)
+        try:
+            files['%s/%s' % (DATA_FOLDER, name)] = base64.b64decode(params['data']['content'], validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise ClusterError('data: content is not base64: %s' % error) from error
+    return files
+
+
+def host_folders(params):
+    """The folders of a host's job relative to work_dir ('' is work_dir): its own, the data's, each task's and each
+    of training_files' folders (params: its tasks and folders)."""
+    names = [task['name'] for task in params['tasks']] + list(params['folders'])
+    return ['', DATA_FOLDER, TASKS_FOLDER] + [task_path(name) for name in names]
 
 
 def launches(cluster_tasks, work_dir, cluster, spec, leader_task, python, interface='tf_config', chief_name='chief',

@@ -1,14 +1,22 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""Files the modules lay down on a node: rewritten only when they differ, replaced atomically."""
+"""Files the modules lay down on a node: rewritten only when they differ, replaced atomically.
+
+Also how a set of files is named by its checksums (a SHA256SUMS text) and the look that tells whether a folder
+holds them (holds()): the actions look with it before a module run on a re-run. Standard library only, imports
+none of the collection: it is shipped to the nodes with the package tfdist, where that look runs.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
+# The file of a package that names its files by their checksums (sha256sum's format, see checksums()).
+CHECKSUMS_FILE = "SHA256SUMS"
 
 
 def needs_write(path, content, mode=FILE_MODE):
@@ -35,3 +43,76 @@ def write_file(path, content, mode=FILE_MODE):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def digest(content):
+    """The SHA256 of a file's content (bytes), as sha256sum prints it."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def checksums(files):
+    """A SHA256SUMS text (sha256sum's format, sorted by path) for {path: content}."""
+    return "".join("%s  %s\n" % (digest(files[path]), path) for path in sorted(files))
+
+
+def read_checksums(text):
+    """{path: SHA256} of a SHA256SUMS text; ValueError on a line that is not one."""
+    digests = {}
+    for line in text.splitlines():
+        value, path = line.split("  ", 1)
+        digests[path] = value
+    return digests
+
+
+def stale_entries(root, files):
+    """Paths under root (relative) that are not among files: whole folders where none of them lives."""
+    wanted_dirs = {os.path.dirname(path) for path in files}
+    wanted_dirs |= {os.path.dirname(d) for d in list(wanted_dirs)}
+    stale = []
+    for folder, dirs, names in os.walk(root):
+        relative = os.path.relpath(folder, root).replace(os.sep, "/")
+        relative = "" if relative == "." else relative
+        for name in sorted(dirs):
+            path = "%s/%s" % (relative, name) if relative else name
+            if name == "__pycache__":
+                dirs.remove(name)  # Python's own: left alone
+            elif not any(w == path or w.startswith(path + "/") for w in wanted_dirs):
+                stale.append(path)
+                dirs.remove(name)
+        for name in sorted(names):
+            path = "%s/%s" % (relative, name) if relative else name
+            if path not in files:
+                stale.append(path)
+    return sorted(stale)
+
+
+def holds(root, digests, folders=(), only=False):
+    """True when root holds each file of digests ({path relative to root: SHA256}) with that content and FILE_MODE,
+    each of folders (relative, "" is root itself) and, with only, nothing else (Python's caches aside): what
+    writing those files with write_file and removing stale_entries would leave as it is.
+    """
+    if not all(os.path.isdir(os.path.join(root, folder)) for folder in folders):
+        return False
+    for path, wanted in digests.items():
+        target = os.path.join(root, path)
+        try:
+            if (os.stat(target).st_mode & 0o7777) != FILE_MODE:
+                return False
+            with open(target, "rb") as handle:
+                if digest(handle.read()) != wanted:
+                    return False
+        except OSError:
+            return False
+    return not (only and stale_entries(root, digests))
+
+
+def holds_checksums(root, text):
+    """True when root's CHECKSUMS_FILE reads text and root holds each file it names, intact (a package's copy is
+    this version's)."""
+    try:
+        with open(os.path.join(root, CHECKSUMS_FILE)) as handle:
+            if handle.read() != text:
+                return False
+        return holds(root, read_checksums(text))
+    except (OSError, ValueError):
+        return False

@@ -31,7 +31,6 @@ Private to the collection (leading underscore): the API may change between relea
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import pwd
 import re
@@ -42,6 +41,7 @@ import sys
 import time
 
 from ._cluster import TASK_TYPES
+from ._files import holds_checksums
 from ._supervisor import read_json, task_status
 
 HEARTBEAT = "heartbeat"
@@ -79,18 +79,7 @@ def quick_look(options, checksums, folder=None):
     settings = settings_for(options["idle_minutes"], tasks_dir, options.get("poweroff_command"))
     if read_json(os.path.join(folder, SETTINGS)) != settings:
         return None
-    package = os.path.join(folder, "lib", "tfdist")
-    try:
-        with open(os.path.join(package, "SHA256SUMS")) as handle:
-            sums = handle.read()
-        if sums != checksums:
-            return None
-        for line in sums.splitlines():
-            digest, path = line.split("  ", 1)
-            with open(os.path.join(package, path), "rb") as handle:
-                if hashlib.sha256(handle.read()).hexdigest() != digest:
-                    return None
-    except (OSError, ValueError):
+    if not holds_checksums(os.path.join(folder, "lib", "tfdist"), checksums):
         return None
     status = task_status(folder)
     if not status["running"]:

@@ -4,25 +4,25 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pkgutil
 import shutil
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard, _storage, _supervisor, train
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils import (
+    _cluster, _files, _idle_guard, _storage, _supervisor, _task_plan, train)
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums, needs_write, stale_entries, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
 SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
 PACKAGE_NAME = "tfdist"
-SHIPPED = (_cluster, _idle_guard, _storage, _supervisor, train, checkpoints, cli, data, evaluator, job, model, progress,
-           results, strategies)
-CHECKSUMS = "SHA256SUMS"
+SHIPPED = (_cluster, _files, _idle_guard, _storage, _supervisor, _task_plan, train, checkpoints, cli, data, evaluator, job,
+           model, progress, results, strategies)
+CHECKSUMS = _files.CHECKSUMS_FILE
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
-tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _idle_guard, _storage and
-_supervisor are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
+tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _idle_guard, _storage,
+_supervisor and _task_plan are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
 """
 '''
 
@@ -48,31 +48,8 @@ def package_files():
         if content is None:
             raise RuntimeError("%s is not in this module's payload" % path)
         files[path] = content
-    sums = "".join("%s  %s\n" % (hashlib.sha256(files[path]).hexdigest(), path) for path in sorted(files))
-    files[CHECKSUMS] = sums.encode()
+    files[CHECKSUMS] = checksums(files).encode()
     return files
-
-
-def stale_entries(root, files):
-    """Paths under root (relative) that are not part of the package: whole folders where nothing of it lives."""
-    wanted_dirs = {os.path.dirname(path) for path in files}
-    wanted_dirs |= {os.path.dirname(d) for d in list(wanted_dirs)}
-    stale = []
-    for folder, dirs, names in os.walk(root):
-        relative = os.path.relpath(folder, root).replace(os.sep, "/")
-        relative = "" if relative == "." else relative
-        for name in sorted(dirs):
-            path = "%s/%s" % (relative, name) if relative else name
-            if name == "__pycache__":
-                dirs.remove(name)  # Python's own: left alone
-            elif not any(w == path or w.startswith(path + "/") for w in wanted_dirs):
-                stale.append(path)
-                dirs.remove(name)
-        for name in sorted(names):
-            path = "%s/%s" % (relative, name) if relative else name
-            if path not in files:
-                stale.append(path)
-    return sorted(stale)
 
 
 def lay_down(dest, check_mode=False):

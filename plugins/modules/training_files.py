@@ -201,9 +201,6 @@ warm:
   version_added: 0.5.0
 """
 
-import base64
-import binascii
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -212,57 +209,6 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _i
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm, warm_host
-
-
-# The prefix of a task's own variables in its task.env. The program reads them after its imports, so tasks whose
-# environments differ in these alone can share one import (warm_starts()).
-OWN_VARIABLES = "TFDIST_"
-
-
-def task_variables(task, params):
-    """A task's task.env as a dict (params: the module's work_dir, cluster_name, tasks and gpus)."""
-    variables = {OWN_VARIABLES + "CLUSTER": params["cluster_name"], OWN_VARIABLES + "TASK": task["name"],
-                 OWN_VARIABLES + "WORK_DIR": params["work_dir"],
-                 OWN_VARIABLES + "TASK_DIR": _cluster.task_folder(params["work_dir"], task["name"])}
-    if params["gpus"] > 0 and len(params["tasks"]) > 1:
-        # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
-        gpu_tasks = [t["name"] for t in params["tasks"] if t["type"] in ("chief", "worker")]
-        variables["CUDA_VISIBLE_DEVICES"] = str(gpu_tasks.index(task["name"]) % params["gpus"]) if task["name"] in gpu_tasks else ""
-    return variables
-
-
-def task_env(task, params):
-    """The lines of a task's task.env."""
-    return "".join("%s=%s\n" % item for item in task_variables(task, params).items())
-
-
-def wanted_files(module):
-    """{path relative to work_dir: content} of every task of the host."""
-    p = module.params
-    files = {}
-    for task in p["tasks"]:
-        script = p["scripts"].get(task["name"], p["script"])
-        if script is None:
-            module.fail_json(msg="scripts: no script for task %s, and no script for every task" % task["name"])
-        try:
-            tf_config = _cluster.tf_config(task, p["cluster_spec"], p["chief_name"])
-        except _cluster.ClusterError as error:
-            module.fail_json(msg="tasks: %s" % error)
-        folder = _cluster.task_folder(p["work_dir"], task["name"]) + "/"
-        files[folder + _cluster.TASK_SCRIPT] = script
-        files[folder + _cluster.TASK_TF_CONFIG] = json.dumps(tf_config, indent=4, sort_keys=True) + "\n"
-        files[folder + _cluster.TASK_ENV] = task_env(task, p)
-    wanted = {os.path.relpath(path, p["work_dir"]): content.encode() for path, content in files.items()}
-    if p["data"]:
-        name = p["data"]["name"]
-        if name in ("", ".", "..") or "/" in name:
-            module.fail_json(msg="data: name must be a file name, got %r" % name)
-        try:
-            wanted[os.path.relpath(_cluster.data_path(p["work_dir"], name), p["work_dir"])] = base64.b64decode(
-                p["data"]["content"], validate=True)
-        except (binascii.Error, ValueError) as error:
-            module.fail_json(msg="data: content is not base64: %s" % error)
-    return wanted
 
 
 def main():
@@ -301,11 +247,11 @@ def main():
         missing = [key for key in ("name", "type", "index") if key not in task]
         if missing:
             module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
-    files = wanted_files(module)
-    folders = ["", _cluster.DATA_FOLDER, "tasks"] + [
-        os.path.relpath(_cluster.task_folder(p["work_dir"], name), p["work_dir"])
-        for name in [t["name"] for t in p["tasks"]] + p["folders"]]
-    made = [f for f in folders if not os.path.isdir(os.path.join(p["work_dir"], f))]
+    try:
+        files = _cluster.host_files(p)
+    except _cluster.ClusterError as error:
+        module.fail_json(msg=str(error))
+    made = [f for f in _cluster.host_folders(p) if not os.path.isdir(os.path.join(p["work_dir"], f))]
     written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]
     if not module.check_mode:
         try:
@@ -315,8 +261,7 @@ def main():
                 write_file(os.path.join(p["work_dir"], path), files[path])
         except OSError as error:
             module.fail_json(msg="work_dir: cannot write %s: %s" % (error.filename or p["work_dir"], error.strerror))
-    new_tasks = [t["name"] for t in p["tasks"]
-                 if os.path.relpath(_cluster.task_folder(p["work_dir"], t["name"]), p["work_dir"]) in made]
+    new_tasks = [t["name"] for t in p["tasks"] if _cluster.task_path(t["name"]) in made]
     result = dict(changed=bool(made or written), written=written, new_tasks=new_tasks)
     if p["package_dest"]:
         try:
@@ -332,7 +277,7 @@ def main():
 def warm_starts(p, written, result):
     """Start the Python of each task whose files changed (or all, when the program changed); their names.
 
-    Tasks whose environments differ only in their own variables (OWN_VARIABLES) share one import: a warm host forks
+    Tasks whose environments differ only in their own variables (_cluster.OWN_VARIABLES) share one import: a warm host forks
     their Pythons. A task with a GPU of its own imports alone.
     """
     program_changed = bool(result.get("package_written") or result.get("package_removed"))
@@ -341,8 +286,9 @@ def warm_starts(p, written, result):
         folder = _cluster.task_folder(p["work_dir"], task["name"])
         if program_changed or any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
             folders[task["name"]] = folder
-            variables = task_variables(task, p)
-            common = tuple(sorted((key, value) for key, value in variables.items() if not key.startswith(OWN_VARIABLES)))
+            variables = _cluster.task_variables(task, p)
+            common = tuple(sorted((key, value) for key, value in variables.items()
+                                  if not key.startswith(_cluster.OWN_VARIABLES)))
             shared.setdefault(common, []).append(task["name"])
     hosts = {}
     for number, (common, names) in enumerate(sorted(shared.items())):

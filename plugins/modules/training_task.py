@@ -274,62 +274,12 @@ tasks:
   version_added: 0.5.0
 """
 
-import hashlib
-import json
 import os
 import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
-
-HASH_FILE = "config.sha256"
-# The options that describe one task; with `tasks`, each entry sets them and the rest is shared.
-TASK_OPTIONS = ("name", "dir", "command", "env_file", "env_from_files", "watch_files", "stop_when_gone", "announce_end",
-                "end_grace")
-# The state of a task whose folder does not exist yet.
-NEVER_STARTED = {"running": False, "pid": None, "returncode": None, "reason": _supervisor.NOT_STARTED,
-                 "started_at": None, "finished_at": None}
-
-
-def file_digest(path):
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None  # a missing file is part of the configuration too
-
-
-def compute_hash(params):
-    p = params
-    material = {
-        "command": p["command"],
-        "env": p["env"],
-        "chdir": p["chdir"],
-        "stop_when_gone": p["stop_when_gone"],
-        "gone_grace": p["gone_grace"],
-        "never_seen_timeout": p["never_seen_timeout"],
-        "env_file": [p["env_file"], file_digest(p["env_file"])] if p["env_file"] else None,
-        "env_from_files": {k: [v, file_digest(v)] for k, v in p["env_from_files"].items()},
-        "watch_files": [[f, file_digest(f)] for f in p["watch_files"]],
-    }
-    if p["end_grace"] is not None:  # only then: the hash of a task without one is what it was before the option
-        material["end_grace"] = p["end_grace"]
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
-
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def status_of(task_dir):
-    if not os.path.isdir(task_dir):
-        return dict(NEVER_STARTED)
-    return _supervisor.task_status(task_dir)
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor, _task_plan
 
 
 def launch(p):
@@ -342,38 +292,12 @@ def launch(p):
         announce_end=p["announce_end"], announce_for=p["announce_for"], end_grace=p["end_grace"])
 
 
-def plan_started(params, status, old_hash, new_hash):
-    """'keep', 'restart' or 'launch' for state=started."""
-    if status["running"]:
-        if params["restart"] or old_hash != new_hash:
-            return "restart"
-        return "keep"
-    finished_ok = status.get("returncode") == 0 and status.get("reason") != "not started"
-    if finished_ok and not params["rerun_finished"] and old_hash == new_hash:
-        return "keep"
-    return "launch"
-
-
 class TaskError(Exception):
     """A task that cannot be brought to its state: the message, and the result so far."""
 
     def __init__(self, msg, result):
         super().__init__(msg)
         self.result = result
-
-
-def check_params(p):
-    """The rules of one task's options that the argument spec cannot say; returns an error message or None."""
-    if p["state"] == "started" and p["command"] is None:
-        return "command is required with state=started (task %s)" % p["name"]
-    if p["state"] == "started" and not p["command"]:
-        return "command must not be empty (task %s)" % p["name"]
-    if p["stop_when_gone"]:
-        try:
-            _supervisor.parse_host_port(p["stop_when_gone"])
-        except ValueError:
-            return "stop_when_gone must be HOST:PORT, got %r (task %s)" % (p["stop_when_gone"], p["name"])
-    return None
 
 
 def ensure_stopped(p, status, result, check_mode):
@@ -395,19 +319,14 @@ def ensure_stopped(p, status, result, check_mode):
 
 def ensure(p, check_mode):
     """Bring one task to p["state"]; returns its result (launched tasks are not waited for here)."""
-    status = status_of(p["dir"])
-    result = dict(name=p["name"], changed=False, started=False, stopped=False,
-                  pid=status.get("pid") if status["running"] else None, status=status)
+    status = _task_plan.status_of(p["dir"])
     if p["state"] in ("stopped", "absent"):
+        result = dict(name=p["name"], changed=False, started=False, stopped=False,
+                      pid=status.get("pid") if status["running"] else None, status=status)
         return ensure_stopped(p, status, result, check_mode)
 
-    new_hash = p["config_hash"] or compute_hash(p)
-    action = plan_started(p, status, read_text(os.path.join(p["dir"], HASH_FILE)), new_hash)
-    result["config_hash"] = new_hash
-    if action == "keep":
-        return result
-    result.update(changed=True, started=True, stopped=action == "restart")
-    if check_mode:
+    result, action = _task_plan.plan(p, status)
+    if action == "keep" or check_mode:
         return result
     if action == "restart":
         _supervisor.stop(p["dir"], p["stop_timeout"])
@@ -416,8 +335,8 @@ def ensure(p, check_mode):
         launched = launch(p)
     except _supervisor.SupervisorError as e:
         raise TaskError("tfdist-supervise start failed: error: %s" % e, result)
-    with open(os.path.join(p["dir"], HASH_FILE), "w") as f:
-        f.write(new_hash + "\n")
+    with open(os.path.join(p["dir"], _task_plan.HASH_FILE), "w") as f:
+        f.write(result["config_hash"] + "\n")
     result["pid"] = launched.get("pid")
     return result
 
@@ -428,7 +347,7 @@ def wait_for_early_failures(results, params, seconds):
     pending = [(r, p) for r, p in zip(results, params) if r["started"]]
     while True:
         for r, p in pending:
-            r["status"] = status_of(p["dir"])
+            r["status"] = _task_plan.status_of(p["dir"])
         for r, p in pending:
             status = r["status"]
             if not status["running"] and status.get("returncode") != 0:
@@ -442,54 +361,11 @@ def wait_for_early_failures(results, params, seconds):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            name=dict(type="str"),
-            dir=dict(type="path"),
-            tasks=dict(type="list", elements="dict", options=dict(
-                name=dict(type="str", required=True),
-                dir=dict(type="path", required=True),
-                command=dict(type="list", elements="str"),
-                env_file=dict(type="path"),
-                env_from_files=dict(type="dict", default={}),
-                watch_files=dict(type="list", elements="path", default=[]),
-                stop_when_gone=dict(type="str"),
-                announce_end=dict(type="int"),
-                end_grace=dict(type="int"),
-            )),
-            state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
-            command=dict(type="list", elements="str"),
-            env=dict(type="dict", default={}, no_log=True),
-            env_file=dict(type="path"),
-            env_from_files=dict(type="dict", default={}),
-            watch_files=dict(type="list", elements="path", default=[]),
-            chdir=dict(type="path"),
-            stop_when_gone=dict(type="str"),
-            gone_grace=dict(type="int", default=20),
-            never_seen_timeout=dict(type="int", default=1800),
-            announce_end=dict(type="int"),
-            end_grace=dict(type="int"),
-            announce_for=dict(type="int", default=60),
-            config_hash=dict(type="str"),
-            restart=dict(type="bool", default=False),
-            rerun_finished=dict(type="bool", default=True),
-            wait=dict(type="int", default=0),
-            stop_timeout=dict(type="int", default=15),
-        ),
-        required_one_of=[("name", "tasks")],
-        required_together=[("name", "dir")],
-        mutually_exclusive=[(option, "tasks") for option in TASK_OPTIONS] + [("config_hash", "tasks")],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=_task_plan.ARGUMENT_SPEC, supports_check_mode=True, **_task_plan.ARGUMENT_RULES)
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
-    # One task's options: its own, over what the tasks of one call share.
-    shared = dict((key, value) for key, value in module.params.items() if key != "tasks")
-    each = module.params["tasks"] if module.params["tasks"] is not None else [{}]
-    params = [dict(shared, **task) for task in each]
+    params = _task_plan.task_params(module.params)
     for p in params:
-        p["dir"] = os.path.abspath(p["dir"])
-        p["env_from_files"] = dict((str(k), str(v)) for k, v in p["env_from_files"].items())
-        error = check_params(p)
+        error = _task_plan.check_params(p)
         if error:
             module.fail_json(msg=error)
 
@@ -497,8 +373,8 @@ def main():
     try:
         for p in params:
             results.append(ensure(p, module.check_mode))
-        if not module.check_mode and shared["state"] == "started":
-            wait_for_early_failures(results, params, shared["wait"])
+        if not module.check_mode and module.params["state"] == "started":
+            wait_for_early_failures(results, params, module.params["wait"])
     except TaskError as e:
         done = results if any(r is e.result for r in results) else results + [e.result]
         outcome = dict(e.result, changed=any(r["changed"] for r in done))

@@ -20,7 +20,7 @@ from ansible.template import Templar
 
 from local_cluster import REPO, SUPERVISOR
 
-from ansible_collections.tfdist.cluster.plugins.modules import training_files
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 
 TASKS_FILE = os.path.join(REPO, "roles", "training", "tasks", "main.yml")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "training", "defaults", "main.yml")
@@ -46,11 +46,12 @@ def gpu_count_setting(source):
 
 def render_env_files(my_tasks, source=PLAY_VARS, **variables):
     """{task name: task.env text} for the tasks of one host, as a deploy (or the role alone) writes them: the
-    role's `gpus` argument rendered by Ansible's templating, the file by the training_files module's code."""
+    role's `gpus` argument rendered by Ansible's templating, the file by the code the training_files module writes it
+    with (_cluster.task_env)."""
     values = {"training_env": {}, **gpu_count_setting(source), **variables}
     gpus = int(Templar(loader=DataLoader(), variables=values).template(files_task()["gpus"]))
     params = {"work_dir": WORK_DIR, "cluster_name": "job", "tasks": my_tasks, "gpus": gpus}
-    return {task["name"]: training_files.task_env(task, params) for task in my_tasks}
+    return {task["name"]: _cluster.task_env(task, params) for task in my_tasks}
 
 
 def devices(my_tasks, **variables):

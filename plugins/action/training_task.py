@@ -1,0 +1,77 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""Start or stop supervised tasks on a node; in check mode, ask the node's own copy of the package first.
+
+A deploy asks in check mode whether its job must run (the leader's check in roles/training). The answer is the
+module's rule (_task_plan.plan), which the node's copy of the package tfdist also holds: the idle guard's, checked
+file by file against this version's checksums. One raw command runs it there with the node's python3, with no
+module payload to build, send and import. Anything else (no such copy, another version, a path the node would
+expand, options the module must name as wrong, a call that changes something) runs the module.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
+
+# Run in the guard's folder: exits 1 unless its package is this version's (argv[1], its SHA256SUMS); else tells the
+# guard the controller was heard from and prints each task's plan for the tasks' options read on stdin.
+LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _files, _idle_guard, _task_plan; "
+        "_files.holds_checksums('lib/%s', sys.argv[1]) or sys.exit(1); _idle_guard.heartbeat(); "
+        "print(json.dumps([_task_plan.plan(p)[0] for p in json.load(sys.stdin)]))" % PACKAGE_NAME)
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        looked = self._look() if self._task.check_mode else None
+        if looked is not None:
+            result.update(looked)
+            return result
+        result.update(self._execute_module(module_name="tfdist.cluster.training_task", module_args=self._task.args,
+                                           task_vars=task_vars))
+        return result
+
+    def _look(self):
+        """The module's check-mode result for state=started, from the node's copy; None: the module's turn."""
+        args = self._task.args
+        if args.get("state", "started") != "started":
+            return None
+        entries = [args] + [task for task in args.get("tasks") or [] if isinstance(task, dict)]
+        # A path with ~ or $VARS means the node's home or environment: the module expands it there.
+        if any(c in json.dumps([entry.get(option) for entry in entries for option in _task_plan.PATH_OPTIONS])
+               for c in "~$"):
+            return None
+        try:
+            validated = self.validate_argument_spec(_task_plan.ARGUMENT_SPEC, **_task_plan.ARGUMENT_RULES)[1]
+            params = _task_plan.task_params(validated)
+        except (AnsibleActionFail, KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if any(_task_plan.check_params(p) for p in params):
+            return None
+        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s" % (
+            _idle_guard.HOME_FOLDER, shlex.quote(LOOK), shlex.quote(package_files()[CHECKSUMS].decode()))
+        try:
+            # The options (env among them) go on stdin, never on a command line.
+            looked = self._low_level_execute_command(command, in_data=json.dumps(params))
+            if looked.get("rc") != 0:
+                return None
+            results = json.loads(looked["stdout"].strip().splitlines()[-1])
+        except (AnsibleActionFail, ValueError, IndexError, KeyError):
+            return None
+        if not isinstance(results, list) or len(results) != len(params):
+            return None
+        if validated["tasks"] is not None:
+            return dict(changed=any(r["changed"] for r in results), tasks=results)
+        result = results[0]
+        del result["name"]
+        return result

@@ -1,0 +1,81 @@
+"""On a re-run the training_files action looks before it runs the module: one raw command, the node's own copy of the
+package checking each file by its SHA256. The look answers only when the node holds everything as the module would
+leave it; an edited file, a changed mode, a missing folder or a stray file in the package sends the call to the
+module, which puts it right."""
+
+import json
+import os
+
+from ansible_cli import run_playbook, tail
+
+PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - tfdist.cluster.training_files:
+        work_dir: "{{ work_dir }}"
+        cluster_name: looked
+        tasks: [{name: worker-0, type: worker, index: 0}, {name: worker-1, type: worker, index: 1}]
+        script: "print('training')\\n"
+        cluster_spec: {worker: ["127.0.0.1:2222", "127.0.0.1:2223"]}
+        folders: [tensorboard]
+        package_dest: "{{ lib_dir }}"
+      register: laid
+    - ansible.builtin.copy:
+        content: "{{ laid | to_json }}"
+        dest: "{{ work_dir }}.result.json"
+        mode: "0644"
+"""
+
+# What -vvv prints when the action builds and runs the module (not when its look answered).
+MODULE_RAN = "Using module file"
+
+
+def lay(tmp_path):
+    playbook = tmp_path / "lay.yml"
+    playbook.write_text(PLAYBOOK)
+    result = run_playbook(str(playbook), "work_dir=%s" % (tmp_path / "job"), "lib_dir=%s" % (tmp_path / "lib"),
+                          args=("-i", "localhost,", "-vvv"))
+    assert result.returncode == 0, tail(result)
+    laid = json.loads((tmp_path / "job.result.json").read_text())
+    module_ran = any(MODULE_RAN in line and "training_files" in line for line in result.stdout.splitlines())
+    return laid, module_ran
+
+
+def test_a_node_that_holds_the_files_is_answered_by_the_look(tmp_path):
+    first, module_ran = lay(tmp_path)
+    assert first["changed"] and module_ran
+    assert first["new_tasks"] == ["worker-0", "worker-1"] and "_files.py" in first["package_written"]
+
+    again, module_ran = lay(tmp_path)
+    assert not again["changed"] and not module_ran
+    assert again["written"] == [] and again["new_tasks"] == [] and again["warm"] == []
+
+
+def test_anything_the_module_would_change_sends_the_call_to_it(tmp_path):
+    lay(tmp_path)
+    job, package = tmp_path / "job", tmp_path / "lib" / "tfdist"
+    script = job / "tasks" / "worker-1" / "train.py"
+    changes = [
+        (lambda: script.write_text("print('edited')\n"), "tasks/worker-1/train.py"),
+        (lambda: os.chmod(job / "tasks" / "worker-0" / "task.env", 0o600), "tasks/worker-0/task.env"),
+        (lambda: (package / "_cluster.py").write_text("# not the collection's\n"), "_cluster.py"),
+    ]
+    for change, path in changes:
+        change()
+        laid, module_ran = lay(tmp_path)
+        assert laid["changed"] and module_ran, path
+        assert path in laid["written"] + laid["package_written"]
+    assert script.read_text() == "print('training')\n"
+
+    os.rmdir(job / "tasks" / "tensorboard")
+    laid, module_ran = lay(tmp_path)
+    assert laid["changed"] and module_ran
+
+    (package / "train" / "leftover.py").write_text("")
+    laid, module_ran = lay(tmp_path)
+    assert laid["changed"] and module_ran and laid["package_removed"] == ["train/leftover.py"]
+
+    laid, module_ran = lay(tmp_path)
+    assert not laid["changed"] and not module_ran

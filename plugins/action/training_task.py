@@ -62,7 +62,7 @@ class ActionModule(ActionBase):
             _idle_guard.HOME_FOLDER, shlex.quote(LOOK), shlex.quote(package_files()[CHECKSUMS].decode()))
         try:
             # The options (env among them) go on stdin, never on a command line.
-            looked = self._low_level_execute_command(command, in_data=json.dumps(params))
+            looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
             if looked.get("rc") != 0:
                 return None
             results = json.loads(looked["stdout"].strip().splitlines()[-1])

@@ -59,7 +59,12 @@ options:
     elements: str
 extends_documentation_fragment:
   - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
 attributes:
+  action:
+    details:
+      - The action looks first with one raw command (the guard's own copy of the package); it runs the module when
+        the guard does not run as asked.
   check_mode:
     support: full
     details: Says whether the guard would be started, restarted, given new settings or removed, and changes nothing.

@@ -21,8 +21,13 @@ version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
   - tfdist.cluster.libcloud
 attributes:
+  action:
+    details:
+      - On the controller (connection local, with the controller's own Python and no environment of the task's own),
+        the action runs the module's code in its own process, with no module run; elsewhere it runs the module.
   check_mode:
     support: full
     details: Computes the plan (returned as RV(plan)), resolving sizes and images, and changes nothing.
@@ -711,36 +716,37 @@ class ClusterNodes:
         return names
 
 
-def main():
-    argument_spec = dict(
-        connection_argument_spec(),
-        cluster=dict(type='str', required=True),
-        state=dict(type='str', default='present', choices=['present', 'absent']),
-        roles=dict(type='list', elements='dict', default=[], options=dict(
-            role=dict(type='str', required=True, choices=list(TASK_TYPES)),
-            count=dict(type='int', required=True),
-            size=dict(type='str'),
-            constraints=dict(type='dict', options=dict(
-                cpus=dict(type='int'),
-                memory=dict(type='str'),
-                gpus=dict(type='int'),
-                source=dict(type='str'),
-            )),
-            image=dict(type='str'),
-            location=dict(type='str'),
-            create_args=dict(type='dict', default={}),
-            spot=dict(type='bool', default=False),
+# The module's options.
+ARGUMENT_SPEC = dict(
+    connection_argument_spec(),
+    cluster=dict(type='str', required=True),
+    state=dict(type='str', default='present', choices=['present', 'absent']),
+    roles=dict(type='list', elements='dict', default=[], options=dict(
+        role=dict(type='str', required=True, choices=list(TASK_TYPES)),
+        count=dict(type='int', required=True),
+        size=dict(type='str'),
+        constraints=dict(type='dict', options=dict(
+            cpus=dict(type='int'),
+            memory=dict(type='str'),
+            gpus=dict(type='int'),
+            source=dict(type='str'),
         )),
-        wait=dict(type='bool', default=True),
-        wait_timeout=dict(type='int', default=600),
-        wait_for_port=dict(type='int'),
-        address=dict(type='str', default='public', choices=['public', 'private']),
-        access=dict(type='dict', default={}),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_LIBCLOUD:
-        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+        image=dict(type='str'),
+        location=dict(type='str'),
+        create_args=dict(type='dict', default={}),
+        spot=dict(type='bool', default=False),
+    )),
+    wait=dict(type='bool', default=True),
+    wait_timeout=dict(type='int', default=600),
+    wait_for_port=dict(type='int'),
+    address=dict(type='str', default='public', choices=['public', 'private']),
+    access=dict(type='dict', default={}),
+)
 
+
+def run_module(module):
+    """The module's work, on what it uses of AnsibleModule (params, check_mode, _diff, exit_json, fail_json): the
+    module's process, or the controller's own where the action runs it (plugins/action/libcloud_node.py)."""
     try:
         validate_cluster_name(module.params['cluster'])
         validate_roles(module.params['roles'])
@@ -749,6 +755,13 @@ def main():
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(module.params['provider'], e), exception=traceback.format_exc())
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+    run_module(module)
 
 
 if __name__ == '__main__':

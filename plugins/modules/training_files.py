@@ -133,7 +133,10 @@ extends_documentation_fragment:
   - tfdist.cluster.attributes.action
 attributes:
   action:
-    details: Renders O(script_template) and reads O(data_src) on the controller.
+    details:
+      - Renders O(script_template) and reads O(data_src) on the controller.
+      - Looks first with one raw command (the host's copy of the package tfdist checks each file by its SHA256); it
+        runs the module when anything differs.
   check_mode:
     support: full
     details: Reports the files that would be written, and changes nothing.

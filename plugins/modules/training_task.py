@@ -180,7 +180,12 @@ options:
     default: 15
 extends_documentation_fragment:
   - tfdist.cluster.attributes
+  - tfdist.cluster.attributes.action
 attributes:
+  action:
+    details:
+      - In check mode with O(state=started), the action asks the host's own copy of the package tfdist (the idle
+        guard's, when it is this version's) with one raw command, the options on stdin; otherwise it runs the module.
   check_mode:
     support: full
     details: Computes whether the task would be started, restarted or stopped, and changes nothing.

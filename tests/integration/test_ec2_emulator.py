@@ -6,12 +6,15 @@ Emulated instances answer no SSH, so the module runs with wait=false. Each test 
 whose instances are terminated afterwards even when the test fails.
 """
 
+import json
+import sys
 import uuid
 
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
-from emulators.ec2 import cluster_instances, inventory_config, run_inventory, run_libcloud_node, terminate_cluster
+import ansible_cli
+from emulators.ec2 import cli_settings, cluster_instances, inventory_config, run_inventory, run_libcloud_node, terminate_cluster
 
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
@@ -165,3 +168,51 @@ def test_radl_constraints_no_type_meets_name_the_system_and_create_nothing(ec2_e
         assert "(the most: 16, p2.16xlarge)" in result["msg"]
     ec2 = ec2_emulator.boto3_client()
     assert cluster_instances(ec2, cluster, ("pending", "running", "stopping", "stopped")) == {}
+
+
+PLAN_HERE_AND_IN_A_MODULE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    node_args: {args}
+  tasks:
+    - name: Plan in the controller's own process (the action runs the module's code)
+      tfdist.cluster.libcloud_node: "{{{{ node_args }}}}"
+      check_mode: true
+      register: here
+    - name: Plan in a module run (an environment of the task's own sends it there)
+      tfdist.cluster.libcloud_node: "{{{{ node_args }}}}"
+      check_mode: true
+      environment: {{TFDIST_PLAN: module}}
+      register: module
+    - ansible.builtin.copy:
+        content: "{{{{ {{'here': here, 'module': module}} | to_json }}}}"
+        dest: "{out}"
+        mode: "0600"
+"""
+
+
+def test_the_controller_plans_in_its_own_process_as_the_module_does(ec2_emulator, cluster, tmp_path):
+    create_cluster(ec2_emulator, cluster)
+    secret = "not-in-any-result-%s" % uuid.uuid4().hex[:6]
+    args = {"provider": "ec2", "region": ec2_emulator.region, "driver_options": ec2_emulator.driver_options,
+            "credentials": {"access_key": "testing", "secret_key": secret}, "cluster": cluster,
+            "roles": [{"role": role, "count": count, "size": "t2.micro", "image": ec2_emulator.image_id}
+                      for role, count in LAYOUT.items()]}
+    playbook = tmp_path / "plan.yml"
+    out = tmp_path / "plans.json"
+    playbook.write_text(PLAN_HERE_AND_IN_A_MODULE.format(args=json.dumps(args), out=out))
+    run = ansible_cli.run("ansible-playbook", str(playbook), "-i", "localhost,", "-vvv",
+                          "-e", "ansible_python_interpreter=%s" % sys.executable,
+                          env=cli_settings(ec2_emulator, ANSIBLE_INVENTORY_ENABLED="host_list"))
+    assert run.returncode == 0, run.stdout[-4000:]
+    module_runs = [line for line in run.stdout.splitlines() if "Using module file" in line and "libcloud_node" in line]
+    assert len(module_runs) == 1  # the second task's only
+    plans = json.loads(out.read_text())
+    assert secret not in out.read_text() and secret not in run.stdout
+    here, module = plans["here"], plans["module"]
+    assert here["changed"] is False and sorted(n["name"] for n in here["nodes"]) == sorted(
+        n["name"] for n in module["nodes"])
+    assert {key: here[key] for key in ("plan", "cost", "settled", "created")} == {
+        key: module[key] for key in ("plan", "cost", "settled", "created")}

@@ -5,9 +5,9 @@
 The provision role calls the module on the controller, twice on a first deploy (the plan in check mode, then the
 nodes) and once on a re-run. A module run there starts a Python that imports Ansible's module code and libcloud
 and needs its payload built first: about half a second, more than the cloud's answer. Where the task runs on the
-controller (connection local) with the controller's own Python and no environment of its own, this action runs
-the module's code (run_module) here instead, on the options validated with the module's argument spec; anything
-else, or options the module must name as wrong, runs the module.
+controller (connection local, no become) with the controller's own Python and no environment of its own, this
+action runs the module's code (run_module) here instead, on the options validated with the module's argument
+spec; anything else, or options the module must name as wrong, runs the module.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import HAS_LIBCLOUD
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
 
 class ModuleDone(BaseException):
@@ -57,8 +58,7 @@ class ActionModule(ActionBase):
     def _runs_here(self, task_vars):
         """The task runs on the controller, with this process's Python (its libcloud) and environment."""
         # A play's or role's environment, even an empty one, shows up as a list of them.
-        if not HAS_LIBCLOUD or self._connection.transport != "local" or self._task.async_val or any(
-                self._task.environment or []):
+        if not HAS_LIBCLOUD or not on_this_machine(self) or self._task.async_val or any(self._task.environment or []):
             return False
         interpreter = self._templar.template(task_vars.get("ansible_python_interpreter", sys.executable))
         return isinstance(interpreter, str) and (

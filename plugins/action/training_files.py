@@ -13,7 +13,8 @@ On a re-run the node usually holds these files already. The action names each by
 one raw command: the node's python3 runs the package's own copy of _files.holds (laid down by the previous call).
 When every file and folder is there as the module would leave it, that look is the whole call: changed=false, with
 no module payload to build, send and import on each host. Anything else (a file that differs, a new task, other
-code, no python3) runs the module.
+code, no python3) runs the module. On this machine (connection local, no become: cloud=local) the action looks
+itself.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import shlex
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
@@ -36,6 +38,27 @@ INLINE_LIMIT = 4 * 1024 * 1024
 # Like the module, it tells the idle guard that the controller was heard from.
 QUICK_LOOK = ("import json, sys; sys.path.insert(0, sys.argv[1]); from tfdist import _files, _idle_guard; "
               "_idle_guard.heartbeat(); sys.exit(not all(_files.holds(**part) for part in json.loads(sys.argv[2])))")
+
+
+def look_parts(args):
+    """What the look checks for the module's args, as _files.holds arguments (the job's files and folders, then the
+    package's); None where the module must run (paths the node would expand, options it must name as wrong)."""
+    work_dir, package_dest = args.get("work_dir"), args.get("package_dest")
+    # Paths as the module reads them only where the node cannot expand them otherwise (no ~, no $VARS).
+    if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in (work_dir, package_dest)):
+        return None
+    try:
+        params = dict(work_dir=work_dir, cluster_name=str(args["cluster_name"]), tasks=args["tasks"],
+                      scripts=args.get("scripts") or {}, script=args.get("script"),
+                      cluster_spec=args["cluster_spec"], chief_name=args.get("chief_name", "chief"),
+                      gpus=int(args.get("gpus", 0)), data=args.get("data"), folders=list(args.get("folders") or []))
+        task_files = _cluster.host_files(params)
+        return [dict(root=work_dir, digests={path: _files.digest(content) for path, content in task_files.items()},
+                     folders=_cluster.host_folders(params)),
+                dict(root="%s/%s" % (package_dest, PACKAGE_NAME), only=True,
+                     digests={path: _files.digest(content) for path, content in package_files().items()})]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # the module names what is wrong
 
 
 class ActionModule(ActionBase):
@@ -82,24 +105,14 @@ class ActionModule(ActionBase):
 
     def _quick_look(self, args):
         """True when the node holds every file and folder of args as the module would leave them."""
-        work_dir, package_dest = args.get("work_dir"), args.get("package_dest")
-        # Paths as the module reads them only where the node cannot expand them otherwise (no ~, no $VARS).
-        if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in (work_dir, package_dest)):
+        look = look_parts(args)
+        if look is None:
             return False
-        try:
-            params = dict(work_dir=work_dir, cluster_name=str(args["cluster_name"]), tasks=args["tasks"],
-                          scripts=args.get("scripts") or {}, script=args.get("script"),
-                          cluster_spec=args["cluster_spec"], chief_name=args.get("chief_name", "chief"),
-                          gpus=int(args.get("gpus", 0)), data=args.get("data"), folders=list(args.get("folders") or []))
-            task_files = _cluster.host_files(params)
-            look = [dict(root=work_dir, digests={path: _files.digest(content) for path, content in task_files.items()},
-                         folders=_cluster.host_folders(params)),
-                    dict(root="%s/%s" % (package_dest, PACKAGE_NAME), only=True,
-                         digests={path: _files.digest(content) for path, content in package_files().items()})]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False  # the module names what is wrong
+        if on_this_machine(self):
+            _idle_guard.heartbeat()
+            return all(_files.holds(**part) for part in look)
         command = "exec python3 -c %s %s %s" % (
-            shlex.quote(QUICK_LOOK), shlex.quote(package_dest), shlex.quote(json.dumps(look)))
+            shlex.quote(QUICK_LOOK), shlex.quote(args["package_dest"]), shlex.quote(json.dumps(look)))
         return self._low_level_execute_command(command).get("rc") == 0
 
     def _render(self, template, template_vars, args, task_vars):

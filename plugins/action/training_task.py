@@ -5,7 +5,8 @@
 A deploy asks in check mode whether its job must run (the leader's check in roles/training). The answer is the
 module's rule (_task_plan.plan), which the node's copy of the package tfdist also holds: the idle guard's, checked
 file by file against this version's checksums. One raw command runs it there with the node's python3, with no
-module payload to build, send and import. Anything else (no such copy, another version, a path the node would
+module payload to build, send and import; on this machine (connection local, no become: cloud=local) the action
+runs the rule itself. Anything else (no such copy, another version, a path the node would
 expand, options the module must name as wrong, a call that changes something) runs the module.
 """
 
@@ -19,6 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
 # Run in the guard's folder: exits 1 unless its package is this version's (argv[1], its SHA256SUMS); else tells the
 # guard the controller was heard from and prints each task's plan for the tasks' options read on stdin.
@@ -58,16 +60,7 @@ class ActionModule(ActionBase):
             return None
         if any(_task_plan.check_params(p) for p in params):
             return None
-        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s" % (
-            _idle_guard.HOME_FOLDER, shlex.quote(LOOK), shlex.quote(package_files()[CHECKSUMS].decode()))
-        try:
-            # The options (env among them) go on stdin, never on a command line.
-            looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
-            if looked.get("rc") != 0:
-                return None
-            results = json.loads(looked["stdout"].strip().splitlines()[-1])
-        except (AnsibleActionFail, ValueError, IndexError, KeyError):
-            return None
+        results = self._plans_here(params) if on_this_machine(self) else self._plans_on_node(params)
         if not isinstance(results, list) or len(results) != len(params):
             return None
         if validated["tasks"] is not None:
@@ -75,3 +68,22 @@ class ActionModule(ActionBase):
         result = results[0]
         del result["name"]
         return result
+
+    @staticmethod
+    def _plans_here(params):
+        """The host is this machine, reached as this user: the module's rule, in this process."""
+        _idle_guard.heartbeat()
+        return [_task_plan.plan(p)[0] for p in params]
+
+    def _plans_on_node(self, params):
+        """The plans from the node's copy of the package (one raw command); None when it is not this version's."""
+        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s" % (
+            _idle_guard.HOME_FOLDER, shlex.quote(LOOK), shlex.quote(package_files()[CHECKSUMS].decode()))
+        try:
+            # The options (env among them) go on stdin, never on a command line.
+            looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
+            if looked.get("rc") != 0:
+                return None
+            return json.loads(looked["stdout"].strip().splitlines()[-1])
+        except (AnsibleActionFail, ValueError, IndexError, KeyError):
+            return None

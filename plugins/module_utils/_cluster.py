@@ -346,7 +346,8 @@ def task_variables(task, params):
     if params['gpus'] > 0 and len(params['tasks']) > 1:
         # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
         gpu_tasks = [t['name'] for t in params['tasks'] if t['type'] in ('chief', 'worker')]
-        variables['CUDA_VISIBLE_DEVICES'] = str(gpu_tasks.index(task['name']) % params['gpus']) if task['name'] in gpu_tasks else ''
+        own = task['name'] in gpu_tasks
+        variables['CUDA_VISIBLE_DEVICES'] = str(gpu_tasks.index(task['name']) % params['gpus']) if own else ''
     return variables
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
 import ansible_cli
-from emulators.ec2 import cli_settings, cluster_instances, inventory_config, run_inventory, run_libcloud_node, terminate_cluster
+from emulators.ec2 import (cli_settings, cluster_instances, inventory_config, run_inventory, run_libcloud_node,
+                           terminate_cluster)
 
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")

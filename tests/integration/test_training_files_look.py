@@ -1,12 +1,15 @@
-"""On a re-run the training_files action looks before it runs the module: one raw command, the node's own copy of the
-package checking each file by its SHA256. The look answers only when the node holds everything as the module would
-leave it; an edited file, a changed mode, a missing folder or a stray file in the package sends the call to the
-module, which puts it right."""
+"""On a re-run the training_files action looks before it runs the module: on a node one raw command, the node's own
+copy of the package checking each file by its SHA256; on this machine (connection local) the action itself. The look
+answers only when the node holds everything as the module would leave it; an edited file, a changed mode, a missing
+folder or a stray file in the package sends the call to the module, which puts it right."""
 
 import json
 import os
+import subprocess
 
 from ansible_cli import run_playbook, tail
+
+from ansible_collections.tfdist.cluster.plugins.action.training_files import QUICK_LOOK, look_parts
 
 PLAYBOOK = """
 - hosts: localhost
@@ -79,3 +82,23 @@ def test_anything_the_module_would_change_sends_the_call_to_it(tmp_path):
 
     laid, module_ran = lay(tmp_path)
     assert not laid["changed"] and not module_ran
+
+
+def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
+    """On a node the look is a raw command: python3 runs QUICK_LOOK with the package the module laid down."""
+    lay(tmp_path)
+    args = {"work_dir": str(tmp_path / "job"), "package_dest": str(tmp_path / "lib"), "cluster_name": "looked",
+            "tasks": [{"name": "worker-%d" % i, "type": "worker", "index": i} for i in (0, 1)],
+            "script": "print('training')\n", "cluster_spec": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
+            "folders": ["tensorboard"]}
+
+    def node_look(**changed):
+        parts = look_parts(dict(args, **changed))
+        return subprocess.run(["python3", "-c", QUICK_LOOK, args["package_dest"], json.dumps(parts)],
+                              check=False, timeout=60).returncode
+
+    assert node_look() == 0
+    assert node_look(script="print('other')\n") != 0
+    assert node_look(folders=["tensorboard", "profile"]) != 0
+    os.remove(tmp_path / "lib" / "tfdist" / "_files.py")  # no look without the node's own copy
+    assert node_look() != 0

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import shlex
 
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst
 
 # Run in the guard's folder with its package on the path: prints what the guard runs as, or exits 1 (the module's turn).
 QUICK_LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _idle_guard as g; "
@@ -24,21 +24,17 @@ QUICK_LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _
               "sys.exit(found is None)")
 
 
-class ActionModule(ActionBase):
+class ActionModule(AnswerFirst):
 
-    TRANSFERS_FILES = False
+    MODULE = "tfdist.cluster.idle_guard"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def _answer(self, task_vars):
         args = dict(self._task.args)
         found = self._quick_look(args) if self._may_look(args) else None
-        if found:
-            result.update(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
-                          settings=found["settings"])
-            return result
-        result.update(self._execute_module(module_name="tfdist.cluster.idle_guard", module_args=args,
-                                           task_vars=task_vars))
-        return result
+        if not found:
+            return None
+        return dict(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
+                    settings=found["settings"])
 
     def _may_look(self, args):
         """Only a started guard with well-formed options: the module names what is wrong with the others."""

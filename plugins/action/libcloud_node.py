@@ -17,11 +17,10 @@ import sys
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.parameters import remove_values
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import HAS_LIBCLOUD
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst, on_this_machine
 
 
 class ModuleDone(BaseException):
@@ -41,19 +40,12 @@ class ModuleHere:
         raise ModuleDone(dict(result, failed=True, msg=msg))
 
 
-class ActionModule(ActionBase):
+class ActionModule(AnswerFirst):
 
-    TRANSFERS_FILES = False
+    MODULE = "tfdist.cluster.libcloud_node"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        here = self._run_here(task_vars or {}) if self._runs_here(task_vars or {}) else None
-        if here is not None:
-            result.update(here)
-            return result
-        result.update(self._execute_module(module_name="tfdist.cluster.libcloud_node", module_args=self._task.args,
-                                           task_vars=task_vars))
-        return result
+    def _answer(self, task_vars):
+        return self._run_here() if self._runs_here(task_vars) else None
 
     def _runs_here(self, task_vars):
         """The task runs on the controller, with this process's Python (its libcloud) and environment."""
@@ -64,7 +56,7 @@ class ActionModule(ActionBase):
         return isinstance(interpreter, str) and (
             os.path.dirname(os.path.abspath(interpreter)) == os.path.dirname(os.path.abspath(sys.executable)))
 
-    def _run_here(self, task_vars):
+    def _run_here(self):
         """The module's result, from its code run here; None when the module must name what is wrong."""
         try:
             validation, params = self.validate_argument_spec(libcloud_node.ARGUMENT_SPEC)

@@ -16,11 +16,10 @@ import json
 import shlex
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst, on_this_machine
 
 # Run in the guard's folder: exits 1 unless its package is this version's (argv[1], its SHA256SUMS); else tells the
 # guard the controller was heard from and prints each task's plan for the tasks' options read on stdin.
@@ -29,19 +28,12 @@ LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _files,
         "print(json.dumps([_task_plan.plan(p)[0] for p in json.load(sys.stdin)]))" % PACKAGE_NAME)
 
 
-class ActionModule(ActionBase):
+class ActionModule(AnswerFirst):
 
-    TRANSFERS_FILES = False
+    MODULE = "tfdist.cluster.training_task"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        looked = self._look() if self._task.check_mode else None
-        if looked is not None:
-            result.update(looked)
-            return result
-        result.update(self._execute_module(module_name="tfdist.cluster.training_task", module_args=self._task.args,
-                                           task_vars=task_vars))
-        return result
+    def _answer(self, task_vars):
+        return self._look() if self._task.check_mode else None
 
     def _look(self):
         """The module's check-mode result for state=started, from the node's copy; None: the module's turn."""

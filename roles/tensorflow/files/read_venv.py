@@ -8,17 +8,35 @@ requirements as arguments, the TensorFlow one first:
 """
 
 import json
+import os
+import re
 import sys
-from importlib import metadata
+import sysconfig
 
-try:  # TensorFlow brings packaging; a bare virtualenv has pip's own copy
-    from packaging.requirements import Requirement
-except ImportError:
-    from pip._vendor.packaging.requirements import Requirement
+# NAME[extras]==VERSION, the role's own pins: met when pip's record of that exact version is there.
+EXACT_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([A-Za-z0-9.+!_-]+)$")
+
+
+def pinned_and_installed(spec):
+    """The version of an exact pin whose dist-info folder is in site-packages, else None (then the full check decides).
+
+    The common case of every re-run, without importing importlib.metadata and packaging (two thirds of this run).
+    """
+    pin = EXACT_PIN.match(spec)
+    if not pin:
+        return None
+    name, version = re.sub(r"[-_.]+", "_", pin.group(1)).lower(), pin.group(3)
+    site = sysconfig.get_paths()["purelib"]
+    return version if os.path.isdir(os.path.join(site, "%s-%s.dist-info" % (name, version))) else None
 
 
 def met(spec):
     """Whether the installed package satisfies spec; a URL, a path or anything else unparsed is pip's to decide."""
+    from importlib import metadata  # pylint: disable=import-outside-toplevel
+    try:  # TensorFlow brings packaging; a bare virtualenv has pip's own copy
+        from packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        from pip._vendor.packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
     try:
         wanted = Requirement(spec)
         return wanted.specifier.contains(metadata.version(wanted.name), prereleases=True)
@@ -26,12 +44,20 @@ def met(spec):
         return False
 
 
-def main(specs):
+def installed_version(spec):
+    from importlib import metadata  # pylint: disable=import-outside-toplevel
+    name = re.split(r"[\[<>=!~;@ ]", spec.strip(), maxsplit=1)[0]
     try:
-        version = metadata.version(Requirement(specs[0]).name)
+        return metadata.version(name)
     except (metadata.PackageNotFoundError, ValueError):
-        version = None
-    print(json.dumps({"version": version, "unmet": [spec for spec in specs if not met(spec)]}))
+        return None
+
+
+def main(specs):
+    found = [pinned_and_installed(spec) for spec in specs]
+    version = found[0] if specs and found[0] else (installed_version(specs[0]) if specs else None)
+    unmet = [spec for spec, pinned in zip(specs, found) if not pinned and not met(spec)]
+    print(json.dumps({"version": version, "unmet": unmet}))
 
 
 if __name__ == "__main__":

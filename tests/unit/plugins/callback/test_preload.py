@@ -1,0 +1,61 @@
+"""tfdist.cluster.preload: the controller loads a task's plugins before it forks the task's workers."""
+
+import re
+import subprocess
+import sys
+
+from ansible.playbook.task import Task
+from ansible.plugins.loader import callback_loader
+
+# A fresh interpreter for each check: this test process may have loaded the plugins already.
+CHECK = """
+import sys
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+from ansible.playbook.task import Task
+init_plugin_loader()
+plugin = callback_loader.get("tfdist.cluster.preload")
+before = set(sys.modules)
+plugin.v2_playbook_on_start(None)
+for action in sys.argv[1:]:
+    task = Task()
+    task.action = action
+    plugin.v2_playbook_on_task_start(task, False)
+print("\\n".join(sorted(set(sys.modules) - before)))
+"""
+
+PREFIX = "ansible_collections.tfdist.cluster.plugins."
+
+
+def loaded_by_preload(*actions):
+    run = subprocess.run([sys.executable, "-c", CHECK, *actions], capture_output=True, text=True, check=True)
+    return set(run.stdout.split())
+
+
+def builtin(loaded, plugin):
+    """Whether Ansible's own plugin is (named ansible.plugins.X_<hash> or ansible_collections.ansible.builtin.plugins.X)."""
+    return any(re.search(r"plugins[.]%s(_[0-9]+)?$" % re.escape(plugin), name) for name in loaded)
+
+
+def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_controller():
+    loaded = loaded_by_preload("tfdist.cluster.training_files", "ansible.builtin.set_fact")
+    # The task's own action plugin, and what it imports.
+    assert PREFIX + "action.training_files" in loaded
+    assert PREFIX + "module_utils._files" in loaded
+    assert builtin(loaded, "action.set_fact")
+    # Every filter file of the collection (a worker looking up one of them imports them all) and Ansible's own.
+    assert {PREFIX + "filter.cluster", PREFIX + "filter.radl", PREFIX + "filter.storage"} <= loaded
+    assert builtin(loaded, "filter.core")
+    assert builtin(loaded, "connection.ssh")
+
+
+def test_a_module_without_an_action_plugin_loads_the_normal_action():
+    loaded = loaded_by_preload("tfdist.cluster.training_watch_not_there", "ansible.builtin.ping")
+    assert builtin(loaded, "action.normal")
+
+
+def test_a_task_it_cannot_resolve_is_left_to_the_worker():
+    plugin = callback_loader.get("tfdist.cluster.preload")
+    task = Task()
+    task.action = "no.such.collection_module"
+    plugin.v2_playbook_on_task_start(task, False)  # the worker reports it, as without this callback
+    plugin.v2_playbook_on_task_start(task, False)

@@ -1,5 +1,6 @@
-"""tfdist.cluster.preload: the controller loads a task's plugins before it forks the task's workers."""
+"""tfdist.cluster.prefork: before it forks a task's workers, the controller loads their plugins, freezes its objects."""
 
+import gc
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import sys
 from ansible.plugins.loader import callback_loader, init_plugin_loader
 from ansible.playbook.task import Task
 init_plugin_loader()
-plugin = callback_loader.get("tfdist.cluster.preload")
+plugin = callback_loader.get("tfdist.cluster.prefork")
 before = set(sys.modules)
 plugin.v2_playbook_on_start(None)
 for action in sys.argv[1:]:
@@ -26,18 +27,18 @@ print("\\n".join(sorted(set(sys.modules) - before)))
 PREFIX = "ansible_collections.tfdist.cluster.plugins."
 
 
-def loaded_by_preload(*actions):
+def loaded_by_prefork(*actions):
     run = subprocess.run([sys.executable, "-c", CHECK, *actions], capture_output=True, text=True, check=True)
     return set(run.stdout.split())
 
 
 def builtin(loaded, plugin):
-    """Whether Ansible's own plugin is (named ansible.plugins.X_<hash> or ansible_collections.ansible.builtin.plugins.X)."""
+    """Whether Ansible's plugin X is loaded (ansible.plugins.X_<hash> or ansible_collections.ansible.builtin...X)."""
     return any(re.search(r"plugins[.]%s(_[0-9]+)?$" % re.escape(plugin), name) for name in loaded)
 
 
 def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_controller():
-    loaded = loaded_by_preload("tfdist.cluster.training_files", "ansible.builtin.set_fact")
+    loaded = loaded_by_prefork("tfdist.cluster.training_files", "ansible.builtin.set_fact")
     # The task's own action plugin, and what it imports.
     assert PREFIX + "action.training_files" in loaded
     assert PREFIX + "module_utils._files" in loaded
@@ -49,13 +50,28 @@ def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_contr
 
 
 def test_a_module_without_an_action_plugin_loads_the_normal_action():
-    loaded = loaded_by_preload("tfdist.cluster.training_watch_not_there", "ansible.builtin.ping")
+    loaded = loaded_by_prefork("tfdist.cluster.training_watch_not_there", "ansible.builtin.ping")
     assert builtin(loaded, "action.normal")
 
 
 def test_a_task_it_cannot_resolve_is_left_to_the_worker():
-    plugin = callback_loader.get("tfdist.cluster.preload")
+    plugin = callback_loader.get("tfdist.cluster.prefork")
     task = Task()
     task.action = "no.such.collection_module"
     plugin.v2_playbook_on_task_start(task, False)  # the worker reports it, as without this callback
     plugin.v2_playbook_on_task_start(task, False)
+
+
+def test_the_objects_are_frozen_for_the_forks_and_given_back_at_the_end():
+    plugin = callback_loader.get("tfdist.cluster.prefork")
+    task = Task()
+    task.action = "ansible.builtin.debug"
+    try:
+        plugin.v2_playbook_on_task_start(task, False)
+        assert gc.get_freeze_count() > 0
+        gc.unfreeze()
+        plugin.v2_playbook_on_handler_task_start(task)
+        assert gc.get_freeze_count() > 0
+    finally:
+        plugin.v2_playbook_on_stats(None)
+    assert gc.get_freeze_count() == 0

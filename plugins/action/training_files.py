@@ -25,10 +25,12 @@ import os
 import shlex
 
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.modules import training_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
@@ -47,17 +49,18 @@ def look_parts(args):
     # Paths as the module reads them only where the node cannot expand them otherwise (no ~, no $VARS).
     if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in (work_dir, package_dest)):
         return None
+    # The module's own options and defaults; anything they refuse is the module's to name.
+    checked = ArgumentSpecValidator(training_files.ARGUMENT_SPEC).validate(args)
+    if checked.error_messages:
+        return None
+    params = checked.validated_parameters
     try:
-        params = dict(work_dir=work_dir, cluster_name=str(args["cluster_name"]), tasks=args["tasks"],
-                      scripts=args.get("scripts") or {}, script=args.get("script"),
-                      cluster_spec=args["cluster_spec"], chief_name=args.get("chief_name", "chief"),
-                      gpus=int(args.get("gpus", 0)), data=args.get("data"), folders=list(args.get("folders") or []))
         task_files = _cluster.host_files(params)
         return [dict(root=work_dir, digests={path: _files.digest(content) for path, content in task_files.items()},
                      folders=_cluster.host_folders(params)),
                 dict(root="%s/%s" % (package_dest, PACKAGE_NAME), only=True,
                      digests={path: _files.digest(content) for path, content in package_files().items()})]
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (_cluster.ClusterError, KeyError, TypeError, ValueError, AttributeError):
         return None  # the module names what is wrong
 
 

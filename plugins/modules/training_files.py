@@ -214,30 +214,34 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm, warm_host
 
 
+# The module's options; the action (plugins/action/training_files.py) checks a look's options against them too.
+ARGUMENT_SPEC = dict(
+    work_dir=dict(type="path", required=True),
+    cluster_name=dict(type="str", required=True),
+    tasks=dict(type="list", elements="dict", required=True),
+    scripts=dict(type="dict", default={}),
+    script=dict(type="str"),
+    cluster_spec=dict(type="dict", required=True),
+    chief_name=dict(type="str", default="chief", choices=list(_cluster.CHIEF_NAMES)),
+    gpus=dict(type="int", default=0),
+    folders=dict(type="list", elements="str", default=[]),
+    package_dest=dict(type="path"),
+    script_template=dict(type="path"),
+    script_template_vars=dict(type="dict", default={}),
+    data_src=dict(type="path"),
+    data=dict(type="dict", options=dict(
+        name=dict(type="str", required=True),
+        content=dict(type="str", required=True, no_log=True),
+    )),
+    warm_python=dict(type="path"),
+    warm_modules=dict(type="list", elements="str", default=["tensorflow"]),
+    env=dict(type="dict", default={}, no_log=True),
+)
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            work_dir=dict(type="path", required=True),
-            cluster_name=dict(type="str", required=True),
-            tasks=dict(type="list", elements="dict", required=True),
-            scripts=dict(type="dict", default={}),
-            script=dict(type="str"),
-            cluster_spec=dict(type="dict", required=True),
-            chief_name=dict(type="str", default="chief", choices=list(_cluster.CHIEF_NAMES)),
-            gpus=dict(type="int", default=0),
-            folders=dict(type="list", elements="str", default=[]),
-            package_dest=dict(type="path"),
-            script_template=dict(type="path"),
-            script_template_vars=dict(type="dict", default={}),
-            data_src=dict(type="path"),
-            data=dict(type="dict", options=dict(
-                name=dict(type="str", required=True),
-                content=dict(type="str", required=True, no_log=True),
-            )),
-            warm_python=dict(type="path"),
-            warm_modules=dict(type="list", elements="str", default=["tensorflow"]),
-            env=dict(type="dict", default={}, no_log=True),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)

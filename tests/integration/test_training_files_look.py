@@ -99,6 +99,10 @@ def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
 
     assert node_look() == 0
     assert node_look(script="print('other')\n") != 0
+    # The module's own options decide: what it refuses, it names (no look), and its defaults are the look's.
+    assert look_parts(dict(args, chief_name="boss")) is None
+    assert look_parts(dict(args, gpus="two")) is None
+    assert look_parts(dict(args, chief_name="chief", gpus=0)) == look_parts(args)
     assert node_look(folders=["tensorboard", "profile"]) != 0
     os.remove(tmp_path / "lib" / "tfdist" / "_files.py")  # no look without the node's own copy
     assert node_look() != 0

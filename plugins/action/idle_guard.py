@@ -3,25 +3,19 @@
 """Start the idle guard on a node, after a quick look whether it already runs as asked.
 
 On a re-run the guard usually runs with the same settings and code. The node's own copy of the guard
-(module_utils/_idle_guard.py, laid down with the package tfdist) says so in one raw command: the node's python3
-given a line inline, with no module payload to build, send and import (about a third of the module's cost on each
+(module_utils/_idle_guard.py, laid down with the package tfdist) says so in one raw command (_look, the "guard"
+look), with no module payload to build, send and import (about a third of the module's cost on each
 host of every run). Anything else (no guard yet, other settings, other code, no python3) runs the module.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst
-
-# Run in the guard's folder with its package on the path: prints what the guard runs as, or exits 1 (the module's turn).
-QUICK_LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _idle_guard as g; "
-              "found = g.quick_look(json.loads(sys.argv[1]), sys.argv[2]); print(json.dumps(found)); "
-              "sys.exit(found is None)")
 
 
 class ActionModule(AnswerFirst):
@@ -48,9 +42,9 @@ class ActionModule(AnswerFirst):
     def _quick_look(self, args):
         options = {"idle_minutes": float(args["idle_minutes"]), "tasks_dir": args["tasks_dir"],
                    "poweroff_command": args.get("poweroff_command")}
-        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s %s" % (
-            _idle_guard.HOME_FOLDER, shlex.quote(QUICK_LOOK), shlex.quote(json.dumps(options)),
-            shlex.quote(package_files()[CHECKSUMS].decode()))
+        # In the guard's folder, with the guard's copy of the package: what the guard runs as, or the module's turn.
+        command = "cd ~/%s 2>/dev/null && %s" % (_idle_guard.HOME_FOLDER, _look.command(
+            "lib", "guard", json.dumps(options), package_files()[CHECKSUMS].decode()))
         looked = self._low_level_execute_command(command)
         if looked.get("rc") != 0:
             return None

@@ -10,7 +10,8 @@ a copy (a stat, then the transfer), the largest cost of a deploy before its firs
 import. A larger file goes as ansible.builtin.copy sends it, after the call.
 
 On a re-run the node usually holds these files already. The action names each by its checksum and looks first with
-one raw command: the node's python3 runs the package's own copy of _files.holds (laid down by the previous call).
+one raw command: the node's python3 runs the package's own copy of _files.holds (_look, the "files" look; laid
+down by the previous call).
 When every file and folder is there as the module would leave it, that look is the whole call: changed=false, with
 no module payload to build, send and import on each host. Anything else (a file that differs, a new task, other
 code, no python3) runs the module. On this machine (connection local, no become: cloud=local) the action looks
@@ -22,24 +23,18 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shlex
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _look
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, package_files
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
-
-# Run with the package's folder on the path: exits 0 when each (root, files, folders, only) of the look holds.
-# Like the module, it tells the idle guard that the controller was heard from.
-QUICK_LOOK = ("import json, sys; sys.path.insert(0, sys.argv[1]); from tfdist import _files, _idle_guard; "
-              "_idle_guard.heartbeat(); sys.exit(not all(_files.holds(**part) for part in json.loads(sys.argv[2])))")
 
 
 def look_parts(args):
@@ -112,10 +107,8 @@ class ActionModule(ActionBase):
         if look is None:
             return False
         if on_this_machine(self):
-            _idle_guard.heartbeat()
-            return all(_files.holds(**part) for part in look)
-        command = "exec python3 -c %s %s %s" % (
-            shlex.quote(QUICK_LOOK), shlex.quote(args["package_dest"]), shlex.quote(json.dumps(look)))
+            return _look.files_hold(look)
+        command = _look.command(args["package_dest"], "files", json.dumps(look))
         return self._low_level_execute_command(command).get("rc") == 0
 
     def _render(self, template, template_vars, args, task_vars):

@@ -4,7 +4,7 @@
 
 A deploy asks in check mode whether its job must run (the leader's check in roles/training). The answer is the
 module's rule (_task_plan.plan), which the node's copy of the package tfdist also holds: the idle guard's, checked
-file by file against this version's checksums. One raw command runs it there with the node's python3, with no
+file by file against this version's checksums. One raw command runs it there (_look, the "plans" look), with no
 module payload to build, send and import; on this machine (connection local, no become: cloud=local) the action
 runs the rule itself. Anything else (no such copy, another version, a path the node would
 expand, options the module must name as wrong, a call that changes something) runs the module.
@@ -13,19 +13,12 @@ expand, options the module must name as wrong, a call that changes something) ru
 from __future__ import annotations
 
 import json
-import shlex
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _task_plan
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst, on_this_machine
-
-# Run in the guard's folder: exits 1 unless its package is this version's (argv[1], its SHA256SUMS); else tells the
-# guard the controller was heard from and prints each task's plan for the tasks' options read on stdin.
-LOOK = ("import json, sys; sys.path.insert(0, 'lib'); from tfdist import _files, _idle_guard, _task_plan; "
-        "_files.holds_checksums('lib/%s', sys.argv[1]) or sys.exit(1); _idle_guard.heartbeat(); "
-        "print(json.dumps([_task_plan.plan(p)[0] for p in json.load(sys.stdin)]))" % PACKAGE_NAME)
 
 
 class ActionModule(AnswerFirst):
@@ -64,13 +57,13 @@ class ActionModule(AnswerFirst):
     @staticmethod
     def _plans_here(params):
         """The host is this machine, reached as this user: the module's rule, in this process."""
-        _idle_guard.heartbeat()
-        return [_task_plan.plan(p)[0] for p in params]
+        return _look.task_plans(params)
 
     def _plans_on_node(self, params):
         """The plans from the node's copy of the package (one raw command); None when it is not this version's."""
-        command = "cd ~/%s 2>/dev/null && exec python3 -c %s %s" % (
-            _idle_guard.HOME_FOLDER, shlex.quote(LOOK), shlex.quote(package_files()[CHECKSUMS].decode()))
+        # The idle guard's copy of the package, checked file by file against this version's checksums.
+        command = "cd ~/%s 2>/dev/null && %s" % (
+            _idle_guard.HOME_FOLDER, _look.command("lib", "plans", package_files()[CHECKSUMS].decode()))
         try:
             # The options (env among them) go on stdin, never on a command line.
             looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())

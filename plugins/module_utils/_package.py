@@ -9,20 +9,20 @@ import pkgutil
 import shutil
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import (
-    _cluster, _files, _idle_guard, _storage, _supervisor, _task_plan, train)
+    _cluster, _files, _idle_guard, _look, _storage, _supervisor, _task_plan, train)
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums, needs_write, stale_entries, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
 SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
 PACKAGE_NAME = "tfdist"
-SHIPPED = (_cluster, _files, _idle_guard, _storage, _supervisor, _task_plan, train, checkpoints, cli, data, evaluator, job,
+SHIPPED = (_cluster, _files, _idle_guard, _look, _storage, _supervisor, _task_plan, train, checkpoints, cli, data, evaluator, job,
            model, progress, results, strategies)
 CHECKSUMS = _files.CHECKSUMS_FILE
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
-tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _idle_guard, _storage,
-_supervisor and _task_plan are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
+tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _idle_guard, _look,
+_storage, _supervisor and _task_plan are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
 """
 '''
 

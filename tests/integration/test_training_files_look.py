@@ -9,7 +9,8 @@ import subprocess
 
 from ansible_cli import run_playbook, tail
 
-from ansible_collections.tfdist.cluster.plugins.action.training_files import QUICK_LOOK, look_parts
+from ansible_collections.tfdist.cluster.plugins.action.training_files import look_parts
+from ansible_collections.tfdist.cluster.plugins.module_utils import _look
 
 PLAYBOOK = """
 - hosts: localhost
@@ -85,7 +86,7 @@ def test_anything_the_module_would_change_sends_the_call_to_it(tmp_path):
 
 
 def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
-    """On a node the look is a raw command: python3 runs QUICK_LOOK with the package the module laid down."""
+    """On a node the look is a raw command: python3 runs the "files" look of the package the module laid down."""
     lay(tmp_path)
     args = {"work_dir": str(tmp_path / "job"), "package_dest": str(tmp_path / "lib"), "cluster_name": "looked",
             "tasks": [{"name": "worker-%d" % i, "type": "worker", "index": i} for i in (0, 1)],
@@ -94,7 +95,7 @@ def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
 
     def node_look(**changed):
         parts = look_parts(dict(args, **changed))
-        return subprocess.run(["python3", "-c", QUICK_LOOK, args["package_dest"], json.dumps(parts)],
+        return subprocess.run(_look.command(args["package_dest"], "files", json.dumps(parts)), shell=True,
                               check=False, timeout=60).returncode
 
     assert node_look() == 0

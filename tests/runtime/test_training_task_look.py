@@ -5,17 +5,16 @@ version's."""
 import json
 import os
 import subprocess
-import sys
 
-from ansible_collections.tfdist.cluster.plugins.action.training_task import LOOK
-from ansible_collections.tfdist.cluster.plugins.module_utils import _package, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils import _look, _package, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 
 def look(guard_folder, params):
     """(exit code, the plans printed) of the look run in guard_folder, as the action runs it on a node."""
-    run = subprocess.run([sys.executable, "-c", LOOK, package_files()[CHECKSUMS].decode()], cwd=guard_folder,
-                         input=json.dumps(params), capture_output=True, text=True, check=False, timeout=60)
+    run = subprocess.run(_look.command("lib", "plans", package_files()[CHECKSUMS].decode()), shell=True,
+                         cwd=guard_folder, input=json.dumps(params), capture_output=True, text=True, check=False,
+                         timeout=60)
     return run.returncode, json.loads(run.stdout.splitlines()[-1]) if run.returncode == 0 else None
 
 

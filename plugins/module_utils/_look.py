@@ -1,0 +1,72 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+"""The looks before a module run: whether the module has anything to do, answered by the node's copy of tfdist.
+
+On a re-run the node usually holds what a module would make. Before running it, an action of the collection
+(idle_guard, training_files, training_task) asks the node with one raw command (command()): the node's python3
+runs the look from the node's own copy of the package tfdist (this file among them), with no module payload to
+build, send and import. The look prints its answer as JSON and exits 0; it exits 1 when the module must run,
+as it does when the copy is missing or another version's. Each look tells the idle guard that the controller was
+heard from, as the modules do. On this machine (cloud=local) the actions call the same functions in-process.
+
+Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from ._files import holds, holds_checksums
+from ._idle_guard import heartbeat, quick_look
+
+# python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
+ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import main; main(sys.argv[1:])"
+
+
+def command(lib, look, *args):
+    """The shell command of a look (a key of LOOKS), with the package's copy in the folder lib."""
+    return "exec python3 -c %s" % " ".join(shlex.quote(word) for word in (ENTRY, lib, look) + args)
+
+
+def files_hold(parts):
+    """Whether each (root, digests, folders, only) of parts holds as training_files would leave it."""
+    heartbeat()
+    return all(holds(**part) for part in parts)
+
+
+def task_plans(params):
+    """training_task's plan for each task's params, as its module would plan them."""
+    from ._task_plan import plan  # pylint: disable=import-outside-toplevel  # only this look pays for its imports
+    heartbeat()
+    return [plan(p)[0] for p in params]
+
+
+def _guard(lib, options, checksums):
+    return quick_look(json.loads(options), checksums)
+
+
+def _files(lib, parts):
+    return files_hold(json.loads(parts)) or None
+
+
+def _plans(lib, checksums):
+    # The copy answers for this version only; the options come on stdin (env may hold secrets).
+    return task_plans(json.load(sys.stdin)) if holds_checksums(lib + "/tfdist", checksums) else None
+
+
+# Each look's arguments on the command line, after the package's folder.
+LOOKS = {
+    "guard": _guard,  # the idle_guard module's options as JSON, and SHA256SUMS of this version's package
+    "files": _files,  # the look_parts of the training_files action, as JSON
+    "plans": _plans,  # SHA256SUMS of this version's package; training_task's task params on stdin
+}
+
+
+def main(argv):
+    lib, look, args = argv[0], argv[1], argv[2:]
+    answer = LOOKS[look](lib, *args)
+    if answer is None:
+        raise SystemExit(1)
+    sys.stdout.write(json.dumps(answer) + "\n")

@@ -278,6 +278,60 @@ def test_destroy_removes_the_network_with_its_last_container(driver, engine):
     assert list(engine.api.networks) == ["tfdist-other"]
 
 
+def engine_releasing_endpoints(engine, monkeypatch, refusals):
+    """The engine refuses to remove a network `refusals` times for its active endpoints though no container is on it
+    (it releases them late, or keeps one for good: seen with 32 containers removed in parallel), then removes it."""
+    removals = []
+    remove = engine.api.remove_network
+
+    def remove_network(name):
+        removals.append(name)
+        if len(removals) <= refusals:
+            raise APIError("error while removing network: network %s id 1 has active endpoints" % name)
+        remove(name)
+
+    monkeypatch.setattr(engine.api, "remove_network", remove_network)
+    monkeypatch.setattr(_cloud_docker.time, "sleep", lambda seconds: None)
+    return removals
+
+
+def test_destroy_waits_for_the_engine_to_release_the_last_endpoints(driver, engine, monkeypatch):
+    removals = engine_releasing_endpoints(engine, monkeypatch, refusals=3)
+    node = create(driver)
+
+    driver.destroy_node(node)
+
+    assert removals == ["tfdist-tfdist"] * 4
+    assert "tfdist-tfdist" not in engine.api.networks
+
+
+def test_a_network_whose_endpoints_stay_is_named_not_left_silently(driver, engine, monkeypatch):
+    engine_releasing_endpoints(engine, monkeypatch, refusals=10 ** 6)
+    monkeypatch.setattr(_cloud_docker, "_ENDPOINT_RELEASE_SECONDS", 0.0)
+    node = create(driver)
+
+    refused = "network tfdist-tfdist has no container left, yet .* restart the Docker engine, then: docker network rm"
+    with pytest.raises(TfdistCloudError, match=refused):
+        driver.destroy_node(node)
+
+
+def test_a_network_another_run_joined_meanwhile_stays(driver, engine, monkeypatch):
+    removals = engine_releasing_endpoints(engine, monkeypatch, refusals=1)
+    node = create(driver)
+    joined = []
+
+    def sleep(seconds):  # while the engine refuses, another run's node joins the network
+        if not joined:
+            joined.append(engine.api.add_container("tfdist/node:bookworm", "sshd", "tfdist-worker-1", "tfdist-tfdist",
+                                                   node_tags("tfdist", "worker", 1)))
+
+    monkeypatch.setattr(_cloud_docker.time, "sleep", sleep)
+    driver.destroy_node(node)
+
+    assert removals == ["tfdist-tfdist"]
+    assert "tfdist-tfdist" in engine.api.networks
+
+
 def test_destroy_keeps_a_network_that_tfdist_did_not_create(driver, engine):
     engine.api.networks["shared"] = {"Name": "shared", "Labels": {}}
     node = create(driver, ex_network="shared")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 
-
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look
+from ansible_collections.tfdist.cluster.plugins.module_utils import _look
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst
 
@@ -42,9 +41,8 @@ class ActionModule(AnswerFirst):
     def _quick_look(self, args):
         options = {"idle_minutes": float(args["idle_minutes"]), "tasks_dir": args["tasks_dir"],
                    "poweroff_command": args.get("poweroff_command")}
-        # In the guard's folder, with the guard's copy of the package: what the guard runs as, or the module's turn.
-        command = "cd ~/%s 2>/dev/null && %s" % (_idle_guard.HOME_FOLDER, _look.command(
-            "lib", "guard", json.dumps(options), package_files()[CHECKSUMS].decode()))
+        # With the guard's copy of the package: what the guard runs as, or the module's turn.
+        command = _look.in_guard_folder("guard", json.dumps(options), package_files()[CHECKSUMS].decode())
         looked = self._low_level_execute_command(command)
         if looked.get("rc") != 0:
             return None

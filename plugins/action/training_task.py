@@ -16,7 +16,7 @@ import json
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils import _look, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst, on_this_machine
 
@@ -62,8 +62,7 @@ class ActionModule(AnswerFirst):
     def _plans_on_node(self, params):
         """The plans from the node's copy of the package (one raw command); None when it is not this version's."""
         # The idle guard's copy of the package, checked file by file against this version's checksums.
-        command = "cd ~/%s 2>/dev/null && %s" % (
-            _idle_guard.HOME_FOLDER, _look.command("lib", "plans", package_files()[CHECKSUMS].decode()))
+        command = _look.in_guard_folder("plans", package_files()[CHECKSUMS].decode())
         try:
             # The options (env among them) go on stdin, never on a command line.
             looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())

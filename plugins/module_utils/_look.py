@@ -19,7 +19,7 @@ import shlex
 import sys
 
 from ._files import holds, holds_checksums
-from ._idle_guard import heartbeat, quick_look
+from ._idle_guard import HOME_FOLDER, heartbeat, quick_look
 
 # python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
 ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import main; main(sys.argv[1:])"
@@ -28,6 +28,12 @@ ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import m
 def command(lib, look, *args):
     """The shell command of a look (a key of LOOKS), with the package's copy in the folder lib."""
     return "exec python3 -c %s" % " ".join(shlex.quote(word) for word in (ENTRY, lib, look) + args)
+
+
+def in_guard_folder(look, *args):
+    """The command of a look at the idle guard's copy of the package (its folder's lib, in the user's home); a node
+    without that folder answers as a look that finds nothing."""
+    return "cd ~/%s 2>/dev/null && %s" % (HOME_FOLDER, command("lib", look, *args))
 
 
 def files_hold(parts):

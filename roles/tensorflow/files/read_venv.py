@@ -30,13 +30,19 @@ def pinned_and_installed(spec):
     return version if os.path.isdir(os.path.join(site, "%s-%s.dist-info" % (name, version))) else None
 
 
-def met(spec):
-    """Whether the installed package satisfies spec; a URL, a path or anything else unparsed is pip's to decide."""
+def full_check():
+    """importlib.metadata and packaging's Requirement, imported only when a pin needs more than its folder."""
     from importlib import metadata  # pylint: disable=import-outside-toplevel
     try:  # TensorFlow brings packaging; a bare virtualenv has pip's own copy
         from packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
     except ImportError:
         from pip._vendor.packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
+    return metadata, Requirement
+
+
+def met(spec):
+    """Whether the installed package satisfies spec; a URL, a path or anything else unparsed is pip's to decide."""
+    metadata, Requirement = full_check()
     try:
         wanted = Requirement(spec)
         return wanted.specifier.contains(metadata.version(wanted.name), prereleases=True)
@@ -45,12 +51,12 @@ def met(spec):
 
 
 def installed_version(spec):
-    from importlib import metadata  # pylint: disable=import-outside-toplevel
-    name = re.split(r"[\[<>=!~;@ ]", spec.strip(), maxsplit=1)[0]
+    """The installed version of spec's package, or None."""
+    metadata, Requirement = full_check()
     try:
-        return metadata.version(name)
-    except (metadata.PackageNotFoundError, ValueError):
-        return None
+        return metadata.version(Requirement(spec).name)
+    except Exception:  # pylint: disable=broad-exception-caught
+        return None  # not installed, or not a requirement at all
 
 
 def main(specs):

@@ -1,6 +1,7 @@
 """tfdist.cluster.prefork: before it forks a task's workers, the controller loads their plugins, freezes its objects."""
 
 import gc
+import os
 import re
 import subprocess
 import sys
@@ -75,3 +76,33 @@ def test_the_objects_are_frozen_for_the_forks_and_given_back_at_the_end():
     finally:
         plugin.v2_playbook_on_stats(None)
     assert gc.get_freeze_count() == 0
+
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    steps: "{{ 40 + 2 }}"
+  tasks:
+    - ansible.builtin.debug:
+        msg: "steps={{ steps }} on {{ ['w0', 'w1'] | map('upper') | join(',') }}"
+      when: steps | int > 2
+"""
+
+
+def test_a_playbook_keeps_its_compiled_templates_in_the_folder_and_shows_the_same(tmp_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    folder = tmp_path / "templates"
+    env = dict(os.environ, TFDIST_TEMPLATE_CACHE=str(folder), ANSIBLE_CALLBACKS_ENABLED="tfdist.cluster.prefork",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1")
+    command = [sys.executable, "-m", "ansible.cli.playbook", "-i", "localhost,", str(playbook)]
+    runs, kept = [], []
+    for _run in range(2):
+        runs.append(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+        kept.append({entry.name: entry.stat().st_mtime_ns for entry in folder.iterdir()})
+    assert "steps=42 on W0,W1" in runs[0]
+    assert runs[1] == runs[0]
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert len(kept[0]) >= 3  # the variable, the message, the condition
+    assert kept[1] == kept[0]  # the second run compiled nothing new: no entry written again

@@ -1,0 +1,86 @@
+"""plugin_utils/_template_cache: Jinja's compiled code kept between runs, with the results Ansible renders unchanged."""
+
+import os
+
+import pytest
+
+from ansible._internal._datatag._tags import TrustedAsTemplate
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from ansible_collections.tfdist.cluster.plugins.plugin_utils import _template_cache
+
+VARIABLES = {"steps": 3, "hosts": ["w0", "w1"], "path": "x\\1"}
+
+
+def trusted(text):
+    return TrustedAsTemplate().tag(text)
+
+
+def render_all():
+    """What a play renders most: templates with filters, an expression, a conditional, backslashes both ways."""
+    templar = Templar(loader=DataLoader(), variables=VARIABLES)
+    return [
+        templar.template(trusted("{{ steps + 1 }} steps on {{ hosts | map('upper') | join(',') }}")),
+        templar.template(trusted("{{ {'a': steps} | combine({'b': hosts}) }}")),
+        templar.template(trusted("{{ path | regex_replace('x(.)', '\\\\1y') }}")),
+        templar.evaluate_conditional(trusted("steps > 2 and hosts | length == 2")),
+        # The same text, compiled with and without Ansible's backslash escaping: 4 characters, then 3 (a tab).
+        templar.template(trusted("{{ 'a\\tb' | length }}")),
+        templar.template(trusted("{{ 'a\\tb' | length }}"), escape_backslashes=False),
+        templar.evaluate_expression(trusted("hosts | last")),
+    ]
+
+
+@pytest.fixture
+def cache(tmp_path):
+    folder = tmp_path / "templates"
+    assert _template_cache.install(str(folder)) is None
+    yield folder
+    _template_cache.uninstall()
+
+
+def test_results_are_the_same_with_the_cache_and_its_entries_are_used_again(cache, monkeypatch):
+    without = [4, 3]  # the two backslash cases, as Ansible renders them
+    first = render_all()
+    assert first[0] == "4 steps on W0,W1"
+    assert first[1] == {"a": 3, "b": ["w0", "w1"]}
+    assert first[3] is True
+    assert first[4:6] == without
+    assert first[6] == "w1"
+    assert len(os.listdir(cache)) >= 7
+    # A new process: nothing in memory, and no compiling allowed; every code object comes from the folder.
+    _template_cache._memory.clear()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled again: %r" % (args[1],))
+
+    monkeypatch.setitem(_template_cache._installed, "compile", refuse)
+    monkeypatch.setitem(_template_cache._installed, "compile_expression", refuse)
+    assert render_all() == first
+
+
+def test_a_template_jinja_refuses_is_refused_as_before_and_not_kept(cache):
+    templar = Templar(loader=DataLoader(), variables=VARIABLES)
+    with pytest.raises(Exception, match="Syntax error in template"):
+        templar.template(trusted("{{ steps + }}"))
+    assert [name for name in os.listdir(cache) if not name.startswith(".")] == []
+
+
+def test_an_entry_that_cannot_be_read_is_compiled_again(cache):
+    first = render_all()
+    for name in os.listdir(cache):
+        (cache / name).write_bytes(b"not marshal data")
+    _template_cache._memory.clear()
+    assert render_all() == first
+
+
+def test_a_folder_other_users_can_write_to_is_not_used(tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    compile_before = _template_cache.jinja_environment.Environment.compile
+    assert "others can write to it" in _template_cache.install(str(folder))
+    assert _template_cache.jinja_environment.Environment.compile is compile_before
+    assert render_all()[0] == "4 steps on W0,W1"
+    assert os.listdir(folder) == []

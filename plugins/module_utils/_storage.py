@@ -120,7 +120,8 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     controller's credentials and staged, so nodes hold none), nodes (http(s), or the cluster's HDFS,
     which only the nodes reach) or copy (built-in or local: the training role copies it); `staged`, the
     controller path a read URL lands at; `node_value`, what the training program is given.
-    stage: the local file copied to tf_data first, and whether the chief does it (to the cluster HDFS).
+    stage: the local file copied to tf_data first, and who does it: the chief (on_chief, to the cluster HDFS) or
+    the controller (on_controller).
     model_urls: every tf_model_url folder; controller_model_urls the ones the controller writes,
     chief_model_url the one on the cluster HDFS, which the chief writes itself.
     checkpoint_url: resolved. chief_checks: the URLs the chief checks itself before training.
@@ -174,7 +175,8 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         packages.append(NODE_PACKAGES['s3'])
     return {
         'data': data,
-        'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster']),
+        'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster'],
+                      on_controller=stage['kind'] == 'local' and not data['on_cluster']),
         'model_urls': [item['value'] for item in models],
         'controller_model_urls': [item['value'].rstrip('/') for item in models if not item['on_cluster']],
         'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),

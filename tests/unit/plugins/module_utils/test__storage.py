@@ -97,6 +97,12 @@ def plan(**settings):
     return storage_plan(**args)
 
 
+def test_a_local_dataset_for_a_bucket_is_staged_by_the_controller():
+    stage = plan(tf_data="s3://b/sets/d.npz", tf_stage_data="d.npz")["stage"]
+    assert stage["on_controller"] and not stage["on_chief"]
+    assert not plan()["stage"]["on_controller"]  # nothing to stage
+
+
 def test_a_bucket_dataset_is_read_by_the_controller_and_staged():
     data = plan(tf_data="s3://b/sets/d.npz")["data"]
     assert data["reader"] == "controller"
@@ -111,6 +117,7 @@ def test_the_cluster_hdfs_is_read_and_written_by_the_nodes():
     assert job["errors"] == []
     assert job["data"]["reader"] == "nodes" and job["data"]["node_value"] == "hdfs://10.0.0.5:8020/d.npz"
     assert job["stage"]["on_chief"] and job["stage"]["path"] == "/home/me/d.npz"
+    assert not job["stage"]["on_controller"]
     assert job["chief_model_url"] == "hdfs://10.0.0.5:8020/m"
     assert job["controller_model_urls"] == ["s3://b/m"]
     assert [c["field"] for c in job["chief_checks"]] == ["tf_data", "tf_checkpoint_url", "tf_model_url"]

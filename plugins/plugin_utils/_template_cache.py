@@ -8,10 +8,12 @@ it: Jinja's lexer, parser and code generator, then Python's compile, again for e
 of deploy.yml that changes nothing, that was more than a third of the workers' CPU time.
 
 install(folder) wraps Jinja's Environment.compile and compile_expression. What they return for a source is a code
-object that depends only on that source and on the environment's compile-time settings, so it is kept under a key
-made of both, with the Python, Jinja and Ansible versions, and reused. The folder keeps it for the workers and for
-later runs; the process keeps what it compiled or read, which each worker it forks inherits. A source Jinja refuses
-is compiled (and refused) as before, and an entry that cannot be read is compiled again.
+object that depends on that source, on the environment's compile-time settings and on how each filter and test the
+source names takes its arguments (or whether it exists): it is kept under a key made of the first two, with the
+Python, Jinja and Ansible versions, beside what it found of the filters and tests, which is checked again before the
+code is used (a collection upgraded since may have changed them). The folder keeps it for the workers and for later
+runs; the process keeps what it compiled or read, which each worker it forks inherits. A source Jinja refuses is
+compiled (and refused) as before, and an entry that cannot be read or no longer holds is compiled again.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
@@ -28,6 +30,9 @@ import types
 
 import jinja2
 from jinja2 import environment as jinja_environment
+from jinja2 import nodes
+from jinja2.parser import Parser
+from jinja2.utils import _PassArg
 
 from ansible.release import __version__ as ansible_version
 
@@ -43,7 +48,7 @@ LEXER_SETTINGS = ("block_start_string", "block_end_string", "variable_start_stri
                   "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline")
 # Marshal's format and the generated code belong to one Python, one Jinja and one Ansible (its code generator); the
 # last number is this file's own format.
-VERSIONS = (sys.version, jinja2.__version__, ansible_version, 1)
+VERSIONS = (sys.version, jinja2.__version__, ansible_version, 2)
 
 _memory = {}
 _installed = {}
@@ -95,27 +100,49 @@ def _key(env, kind, source, *more):
     return digest.hexdigest()
 
 
-def _load(key):
+def _plugin_form(env, kind, name):
+    """How Jinja's code generator calls a filter or test: the context, environment or nothing passed first, or
+    missing (inside an if, Jinja compiles a call that fails when it runs)."""
+    try:
+        found = (env.filters if kind == "filter" else env.tests).get(name)
+    except Exception:  # pylint: disable=broad-exception-caught  # a plugin that fails to load: compiled to say so
+        return "unloadable"
+    if found is None:
+        return "missing"
+    passed = _PassArg.from_obj(found)
+    return passed.name if passed else ""
+
+
+def _plugins(env, tree):
+    """(kind, name, form) of each filter and test of a parsed template or expression."""
+    named = {("filter" if isinstance(node, nodes.Filter) else "test", node.name)
+             for node in tree.find_all((nodes.Filter, nodes.Test))}
+    return tuple((kind, name, _plugin_form(env, kind, name)) for kind, name in sorted(named))
+
+
+def _load(key, env):
     code = _memory.get(key)
     if code is None:
         try:
             with open(os.path.join(_installed["folder"], key), "rb") as handle:
-                code = marshal.load(handle)
+                code, plugins = marshal.load(handle)
         except (OSError, EOFError, ValueError, TypeError):
             return None
         if not isinstance(code, types.CodeType):
             return None
+        if any(_plugin_form(env, kind, name) != form for kind, name, form in plugins):
+            return None  # compiled against other filters or tests than this run has
         _memory[key] = code
     return code
 
 
-def _store(key, code):
+def _store(key, code, plugins):
     _memory[key] = code
     folder = _installed["folder"]
     try:
         handle, path = tempfile.mkstemp(dir=folder, prefix=".new-")
         with os.fdopen(handle, "wb") as out:
-            marshal.dump(code, out)
+            marshal.dump((code, plugins), out)
         os.replace(path, os.path.join(folder, key))  # whole or not at all, for a process that reads it meanwhile
     except OSError:
         pass  # a full or read-only disk: compiled again next time
@@ -134,10 +161,11 @@ def _compile(self, source, name=None, filename=None, raw=False, defer_init=False
             _capture.codes.append(code)
         return code
     key = _key(self, "template", source, name, filename, defer_init)
-    code = _load(key)
+    code = _load(key, self)
     if code is None:
         code = original(self, source, name, filename, raw, defer_init)
-        _store(key, code)
+        # Parsed again only to name its filters and tests (Jinja's parser accepted it a moment ago).
+        _store(key, code, _plugins(self, self.parse(source, name, filename)))
     return code
 
 
@@ -146,7 +174,7 @@ def _compile_expression(self, source, undefined_to_none=True):
     if not isinstance(source, str) or _debugged(self):
         return original(self, source, undefined_to_none)
     key = _key(self, "expression", source)
-    code = _load(key)
+    code = _load(key, self)
     if code is None:
         # Jinja compiles the expression as a template of one assignment; that template's code is kept.
         _capture.codes = []
@@ -156,7 +184,7 @@ def _compile_expression(self, source, undefined_to_none=True):
         finally:
             _capture.codes = None
         if len(codes) == 1 and isinstance(codes[0], types.CodeType):
-            _store(key, codes[0])
+            _store(key, codes[0], _plugins(self, Parser(self, source, state="variable").parse_expression()))
         return expression
     # As Jinja's compile_expression ends (from_string, then TemplateExpression), with the kept code.
     template = self.template_class.from_code(self, code, self.make_globals(None), None)

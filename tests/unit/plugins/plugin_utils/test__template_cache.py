@@ -2,7 +2,9 @@
 
 import os
 
+import jinja2
 import pytest
+from jinja2 import pass_context
 
 from ansible._internal._datatag._tags import TrustedAsTemplate
 from ansible.parsing.dataloader import DataLoader
@@ -84,3 +86,30 @@ def test_a_folder_other_users_can_write_to_is_not_used(tmp_path):
     assert _template_cache.jinja_environment.Environment.compile is compile_before
     assert render_all()[0] == "4 steps on W0,W1"
     assert os.listdir(folder) == []
+
+
+def shout(value):
+    return str(value).upper()
+
+
+@pass_context
+def shout_in_context(context, value):
+    return "%s from %s" % (str(value).upper(), context.get("origin"))
+
+
+def test_code_compiled_against_other_filters_is_compiled_again(cache, monkeypatch):
+    """A collection upgraded between runs may change how its filter takes its arguments, or bring a filter that
+    was missing: code Jinja generated for the old one would call the new one wrongly."""
+    before = jinja2.Environment()
+    before.filters["shout"] = shout
+    assert before.from_string("{{ word | shout }}").render(word="hi") == "HI"
+    assert before.from_string("{{ word | later if word else '' }}").render(word="") == ""  # 'later' not there yet
+    _template_cache._memory.clear()  # the next run
+    after = jinja2.Environment()
+    after.filters.update(shout=shout_in_context, later=shout)
+    assert after.from_string("{{ word | shout }}").render(word="hi", origin="b") == "HI from b"
+    assert after.from_string("{{ word | later if word else '' }}").render(word="hi") == "HI"
+    # With the same filters as when it was compiled, the kept code is used: nothing is compiled.
+    _template_cache._memory.clear()
+    monkeypatch.setitem(_template_cache._installed, "compile", None)
+    assert after.from_string("{{ word | shout }}").render(word="hi", origin="c") == "HI from c"

@@ -9,7 +9,7 @@ name: prefork
 type: aggregate
 author: tfdist maintainers (@tfdist)
 version_added: 0.5.0
-short_description: The controller loads a task's plugins and freezes its objects before it forks the task's workers
+short_description: The controller loads a task's plugins, freezes its objects and keeps compiled templates for its workers
 description:
   - Ansible runs each task of each host in a worker process forked from the controller's. What the controller has
     not loaded yet (the task's action plugin, the filters and tests of its templates, the connection) each worker
@@ -23,10 +23,10 @@ description:
     the run.
   - It also keeps the code Jinja compiles for each template and expression (O(template_cache)). Ansible compiles a
     template each time it renders one, most of them in a worker for one host of one task; on a re-run that changes
-    nothing, that was a third of the workers' time. The code is kept under a key made of the template's text, the settings
-    it is compiled with and the Python, Jinja and Ansible versions, so a changed template is compiled again; the
-    filters and tests it names are looked at again before its code is used (Jinja's code depends on how each takes
-    its arguments).
+    nothing, that was a third of the workers' time. The code is kept under a key made of the template's text, the
+    settings it is compiled with and the Python, Jinja and Ansible versions, so a changed template is compiled
+    again; the filters and tests it names are looked at again before its code is used (Jinja's code depends on how
+    each takes its arguments).
   - It changes nothing a task does or shows. Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own,
     add it to C(callbacks_enabled).
 requirements:

@@ -184,18 +184,25 @@ def prepare(work_dir, tasks, **training):
 
 
 def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
-    """Lay down and start every task (servers first, chief last); returns {name: task_dir}."""
+    """Lay down and start every task as the training role launches them (_cluster.launches: servers first, the
+    leader last, announcing its end on its port); returns {name: task_dir}."""
     dirs = prepare(work_dir, tasks, **training)
-    chief = _cluster().leader(tasks)  # the chief, or worker 0 without one
-    for task in _cluster().launch_order(tasks):
-        task_dir = dirs[task["name"]]
-        args = ["start", "--name", task["name"], "--dir", task_dir,
-                "--env-from-file", "TF_CONFIG=%s" % os.path.join(task_dir, "tf_config.json")]
-        if task["name"] != chief["name"]:
+    split = [dict(t, address=t["address"].rsplit(":", 1)[0], port=int(t["address"].rsplit(":", 1)[1])) for t in tasks]
+    model = _cluster()
+    planned = model.launches(split, work_dir, "job", cluster_spec(tasks), model.leader(split), sys.executable,
+                             script_args=extra_args)
+    for task, launch in zip(model.launch_order(split), planned):
+        args = ["start", "--name", task["name"], "--dir", launch["dir"],
+                "--env-from-file", "TF_CONFIG=%s" % launch["env_from_files"]["TF_CONFIG"]]
+        if launch["stop_when_gone"]:
             # An evaluator ends by itself after the last checkpoint: give it time to read that one.
             grace = gone_grace + 15 if task["type"] == "evaluator" else gone_grace
-            args += ["--stop-when-gone", chief["address"], "--gone-grace", str(grace)]
-        supervise(*args, "--", sys.executable, os.path.join(task_dir, "train.py"), *extra_args)
+            args += ["--stop-when-gone", launch["stop_when_gone"], "--gone-grace", str(grace)]
+        if launch["end_grace"] is not None:
+            args += ["--end-grace", str(launch["end_grace"])]
+        if launch["announce_end"]:
+            args += ["--announce-end", str(launch["announce_end"])]
+        supervise(*args, "--", *launch["command"])
     return dirs
 
 

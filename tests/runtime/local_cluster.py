@@ -71,9 +71,13 @@ def layout(workers, ps, evaluators=0, chiefs=1):
     return tasks
 
 
+def model_tasks(tasks):
+    """The tasks as the cluster model holds them: address (the host) and port apart."""
+    return [dict(t, address=t["address"].rsplit(":", 1)[0], port=int(t["address"].rsplit(":", 1)[1])) for t in tasks]
+
+
 def cluster_spec(tasks):
-    return _cluster().cluster_spec([dict(t, address=t["address"].rsplit(":", 1)[0], port=t["address"].rsplit(":", 1)[1])
-                                    for t in tasks])
+    return _cluster().cluster_spec(model_tasks(tasks))
 
 
 def role_variables(work_dir, **training):
@@ -187,9 +191,9 @@ def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
     """Lay down and start every task as the training role launches them (_cluster.launches: servers first, the
     leader last, announcing its end on its port); returns {name: task_dir}."""
     dirs = prepare(work_dir, tasks, **training)
-    split = [dict(t, address=t["address"].rsplit(":", 1)[0], port=int(t["address"].rsplit(":", 1)[1])) for t in tasks]
+    split = model_tasks(tasks)
     model = _cluster()
-    planned = model.launches(split, work_dir, "job", cluster_spec(tasks), model.leader(split), sys.executable,
+    planned = model.launches(split, work_dir, "job", model.cluster_spec(split), model.leader(split), sys.executable,
                              script_args=extra_args)
     for task, launch in zip(model.launch_order(split), planned):
         args = ["start", "--name", task["name"], "--dir", launch["dir"],

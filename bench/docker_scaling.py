@@ -13,7 +13,9 @@ At --rerun-size nodes (default 4) it also times a re-run with one setting change
 start to the new run's first step, against the floor: the deployed scripts started in their containers by hand
 (`docker exec`, no Ansible, no supervisor). Every node shares this machine's cores with the controller, so it also
 reports the CPU seconds spent before launch by the nodes (their containers' cgroups) and by the rest of the machine
-(Ansible, ssh, the engine): where a larger cluster's configure time goes.
+(Ansible, ssh, the engine): where a larger cluster's configure time goes. At --floor-sizes (default 2 and 8) it also
+times the floor of that growth on this machine: the same cluster created, then one module run on each node and
+nothing else (bench/floor.yml).
 Writes bench/results/docker_scaling.json.
 """
 
@@ -140,7 +142,9 @@ def by_hand_on_docker(cluster, tasks):
 
 
 def playbook(name, cluster, *extra):
-    cmd = [os.path.join(BIN, "ansible-playbook"), f"playbooks/{name}.yml", "-e", "cloud=docker",
+    """Runs playbooks/NAME.yml (or NAME, a path from the repository) on cloud=docker: (start, seconds, output)."""
+    path = name if name.endswith(".yml") else f"playbooks/{name}.yml"
+    cmd = [os.path.join(BIN, "ansible-playbook"), path, "-e", "cloud=docker",
            "-e", f"cluster_name={cluster}"]
     for var in extra:
         cmd += ["-e", var]
@@ -159,6 +163,9 @@ def main():
     parser.add_argument("--large", type=int, default=8,
                         help="clusters above this many nodes run a tiny job (--large-steps): the point is the fan-out")
     parser.add_argument("--large-steps", type=int, default=20)
+    parser.add_argument("--floor-sizes", type=int, nargs="*", default=[2, 8],
+                        help="sizes whose floor is also timed: the cluster created, then one module run on each node "
+                             "(bench/floor.yml), the least a deploy does")
     parser.add_argument("--rerun-size", type=int, default=4,
                         help="the cluster size whose re-run with more steps is timed against the scripts started by hand")
     args = parser.parse_args()
@@ -201,10 +208,17 @@ def main():
             print(f"{nodes} nodes: first step of a re-run with more steps {rerun:.1f}s, of the scripts started by hand "
                   f"{hand:.1f}s (x{rerun / hand:.2f})", flush=True)
         playbook("destroy", cluster)
+        floor = None
+        if nodes in args.floor_sizes:
+            floor_cluster = f"floor-{nodes}"
+            playbook("destroy", floor_cluster)
+            floor = playbook("bench/floor.yml", floor_cluster, *shape)[1]
+            playbook("destroy", floor_cluster)
+            print(f"{nodes} nodes: floor (created, then one module run on each node) {floor:.1f}s", flush=True)
         rows.append({"nodes": nodes, "steps": steps, "configure_s": round(launched, 1), "provision_install_s": round(configure, 1),
                      "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_fraction": round(again / first, 2),
                      "rerun_changed": changed, "changed_rerun": changed_rerun,
-                     "configure_cpu": cpu})
+                     "configure_cpu": cpu, "floor_s": None if floor is None else round(floor, 1)})
         print(f"{nodes} nodes: configure {launched:.1f}s (provision+install {configure:.1f}s), "
               f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first, "
               f"changed on {sum(1 for count in changed.values() if count)} of {len(changed)} hosts", flush=True)
@@ -226,6 +240,11 @@ def main():
         goals.append(goal("docker 4 nodes, hosts the re-run changed", changed_hosts, 0))
     if 2 in by_size and 8 in by_size:
         goals.append(goal("docker configure time, 8 nodes / 2 nodes", by_size[8]["configure_s"] / by_size[2]["configure_s"], 1.5))
+        # What no deploy can beat on this machine: the same growth with one module run per node and nothing else.
+        if by_size[2]["floor_s"] and by_size[8]["floor_s"]:
+            print(f"report: docker floor (created, one module run per node), 8 nodes / 2 nodes: "
+                  f"x{by_size[8]['floor_s'] / by_size[2]['floor_s']:.2f} ({by_size[8]['floor_s']}s / {by_size[2]['floor_s']}s)",
+                  flush=True)
     if by_size.get(args.rerun_size, {}).get("changed_rerun"):
         timed = by_size[args.rerun_size]["changed_rerun"]
         print(f"report: docker {args.rerun_size} nodes, first step of a re-run with more steps / by hand: "

@@ -36,7 +36,8 @@ options:
     description:
       - The folder that keeps compiled templates between runs, made with mode C(0700) where missing. Ansible runs
         the code in it, so a folder that other users can write to is not used (the run goes on without it).
-      - Entries are a few kilobytes each; the folder can be removed at any time.
+      - Entries are a few kilobytes each; the folder can be removed at any time. Once a day the first run removes
+        the entries no run has used for 30 days (those of an older Ansible, Jinja or Python, or of edited templates).
     type: path
     default: ~/.ansible/tfdist/templates
     env:

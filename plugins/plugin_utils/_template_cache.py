@@ -13,7 +13,8 @@ source names takes its arguments (or whether it exists): it is kept under a key 
 Python, Jinja and Ansible versions, beside what it found of the filters and tests, which is checked again before the
 code is used (a collection upgraded since may have changed them). The folder keeps it for the workers and for later
 runs; the process keeps what it compiled or read, which each worker it forks inherits. A source Jinja refuses is
-compiled (and refused) as before, and an entry that cannot be read or no longer holds is compiled again.
+compiled (and refused) as before, and an entry that cannot be read or no longer holds is compiled again. Entries
+no run has used for a month are removed (_prune), so the folder holds what runs use.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
@@ -26,6 +27,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import types
 
 import jinja2
@@ -50,6 +52,13 @@ LEXER_SETTINGS = ("block_start_string", "block_end_string", "variable_start_stri
 # last number is this file's own format.
 VERSIONS = (sys.version, jinja2.__version__, ansible_version, 2)
 
+# The folder keeps what runs use: an entry read from it is marked used (its mtime) at most once a day, and once a day
+# the first run removes entries unused for UNUSED_DAYS (those of an older Ansible, Jinja or Python, of edited
+# templates) and what a write cut short left behind.
+UNUSED_DAYS = 30
+DAY = 24 * 3600
+PRUNED_MARK = ".pruned"
+
 _memory = {}
 _installed = {}
 # The code of the expression this thread compiles: Jinja compiles an expression as a template node, not a source.
@@ -71,6 +80,7 @@ def install(folder):
     info = os.stat(folder)
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         return "%s is not this user's own, or others can write to it" % folder
+    _prune(folder)
     _installed.update(folder=folder, compile=jinja_environment.Environment.compile,
                       compile_expression=jinja_environment.Environment.compile_expression)
     jinja_environment.Environment.compile = _compile
@@ -85,6 +95,31 @@ def uninstall():
         jinja_environment.Environment.compile_expression = _installed["compile_expression"]
         _installed.clear()
     _memory.clear()
+
+
+def _prune(folder, now=None):
+    """Once a day: remove the entries unused for UNUSED_DAYS, and writes cut short (.new-*) over an hour old."""
+    now = time.time() if now is None else now
+    mark = os.path.join(folder, PRUNED_MARK)
+    try:
+        if now - os.stat(mark).st_mtime < DAY:
+            return
+    except OSError:
+        pass  # never pruned
+    for entry in os.scandir(folder):
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if entry.name.startswith(".new-") and age > 3600 or (
+                    not entry.name.startswith(".") and age > UNUSED_DAYS * DAY):
+                os.remove(entry.path)
+        except OSError:
+            pass  # removed by another run meanwhile
+    try:
+        with open(mark, "w"):
+            pass
+        os.utime(mark, (now, now))
+    except OSError:
+        pass  # a read-only folder: looked at again next run
 
 
 def _key(env, kind, source, *more):
@@ -123,9 +158,13 @@ def _plugins(env, tree):
 def _load(key, env):
     code = _memory.get(key)
     if code is None:
+        path = os.path.join(_installed["folder"], key)
         try:
-            with open(os.path.join(_installed["folder"], key), "rb") as handle:
+            with open(path, "rb") as handle:
                 code, plugins = marshal.load(handle)
+                used = os.fstat(handle.fileno()).st_mtime
+            if time.time() - used > DAY:
+                os.utime(path)  # still in use: kept by _prune
         except (OSError, EOFError, ValueError, TypeError):
             return None
         if not isinstance(code, types.CodeType):

@@ -1,6 +1,7 @@
 """plugin_utils/_template_cache: Jinja's compiled code kept between runs, with the results Ansible renders unchanged."""
 
 import os
+import time
 
 import jinja2
 import pytest
@@ -113,3 +114,33 @@ def test_code_compiled_against_other_filters_is_compiled_again(cache, monkeypatc
     _template_cache._memory.clear()
     monkeypatch.setitem(_template_cache._installed, "compile", None)
     assert after.from_string("{{ word | shout }}").render(word="hi", origin="c") == "HI from c"
+
+
+def test_entries_unused_for_a_month_are_removed_and_used_ones_kept(tmp_path):
+    folder = tmp_path / "templates"
+    assert _template_cache.install(str(folder)) is None
+    first = render_all()
+    _template_cache.uninstall()
+    entries = {name for name in os.listdir(folder) if not name.startswith(".")}
+    month_ago = time.time() - 40 * _template_cache.DAY
+    for name in entries:
+        os.utime(folder / name, (month_ago, month_ago))
+    cut_short = folder / ".new-abc"
+    cut_short.write_bytes(b"half")
+    os.utime(cut_short, (time.time() - 7200,) * 2)
+    # A run today uses one template of them (the folder was pruned today: not again).
+    assert _template_cache.install(str(folder)) is None
+    Templar(loader=DataLoader(), variables=VARIABLES).template(trusted("{{ 'a\\tb' | length }}"))
+    _template_cache.uninstall()
+    used = {name for name in entries if os.stat(folder / name).st_mtime > time.time() - 60}
+    assert used and used < entries
+    assert cut_short.exists()
+    # The first run of the next day prunes: what that run used stays, the rest goes, and so does the cut-short write.
+    os.utime(folder / _template_cache.PRUNED_MARK, (time.time() - 2 * _template_cache.DAY,) * 2)
+    assert _template_cache.install(str(folder)) is None
+    try:
+        assert {name for name in os.listdir(folder) if not name.startswith(".")} == used
+        assert not cut_short.exists()
+        assert render_all() == first  # what went is compiled again
+    finally:
+        _template_cache.uninstall()

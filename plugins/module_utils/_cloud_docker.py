@@ -223,9 +223,25 @@ class DockerNodeDriver(NodeDriver):
                                           ssh_interface='private_ips', force_ipv4=force_ipv4,
                                           ex_list_nodes_kwargs=ex_list_nodes_kwargs)
 
+    def ex_destroy_leftovers(self, cluster, check_mode=False):
+        """What the cluster left once it has no container: its network, when tfdist made it (a destroy cut short between
+        the last container and the network, or a create that failed before the first container). Removed unless
+        check_mode; returns their descriptions."""
+        network = network_name(cluster)
+        try:
+            labels = self.api.inspect_network(network).get('Labels') or {}
+        except NotFound:
+            return []
+        if labels.get(MANAGED_LABEL) != 'true' or self.api.containers(all=True, filters={'network': network}):
+            return []  # the user's own network, or one that nodes still use
+        if not check_mode:
+            self._remove_network_if_unused(network)
+        return ['network %s' % network]
+
     def ex_audit_found(self, options=None):
         """The cluster networks (labelled tfdist.managed=true) as the leak audit lists them: [(kind, id, name, cluster)]
-        (the containers are the nodes). A network outlives its cluster when no container was ever created on it."""
+        (the containers are the nodes). A network outlives its cluster when a destroy stopped before it or no container was
+        ever created on it; the next destroy removes it (ex_destroy_leftovers)."""
         found = []
         for network in self.api.networks(filters={'label': '%s=true' % MANAGED_LABEL}):
             labels = network.get('Labels') or {}

@@ -246,6 +246,16 @@ removed:
   returned: always
   type: list
   elements: dict
+removed_leftovers:
+  description:
+    - With O(state=absent), what else of the cluster this run removed once its nodes were gone (in check mode, what
+      it would remove). On V(docker), the cluster's network, left by a destroy cut short or a create that failed
+      before its first container. Other clouds' firewalls and key pairs are M(tfdist.cluster.libcloud_access)'s.
+  returned: always
+  type: list
+  elements: str
+  sample: ["network tfdist-demo"]
+  version_added: 0.5.0
 started:
   description:
     - The stopped nodes of the cluster that this run started again (O(state=present) means running).
@@ -680,6 +690,14 @@ class ClusterNodes:
                 failed = ['%s (%s)' % (node.name, error) for node, error in zip(to_remove, errors) if error is not None]
                 if failed:
                     self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
+        # A cloud of tfdist's own driver (docker) may hold more of the cluster once its nodes are gone.
+        leftovers = []
+        if not present and hasattr(self.driver, 'ex_destroy_leftovers'):
+            try:
+                leftovers = self.driver.ex_destroy_leftovers(self.cluster, check_mode=self.module.check_mode)
+            except TfdistCloudError as e:
+                self.fail('Failed to remove what cluster %s left: %s' % (self.cluster, e), removed=removed)
+            changed = changed or bool(leftovers)
 
         nodes = sorted((self.to_dict(node) for node in kept + created),
                        key=lambda n: (cluster_order(n['role'], n['index']), n['id']))
@@ -688,6 +706,7 @@ class ClusterNodes:
             settled=not changed and not pending_kept,
             created=[self.to_dict(node) for node in created],
             removed=[self.to_dict(node) for node in removed],
+            removed_leftovers=leftovers,
             started=[self.to_dict(node) for node in (to_start if self.module.check_mode else started)],
             nodes=nodes,
             plan=self.plan_names(plan, chosen),

@@ -177,3 +177,16 @@ def test_absent_removes_every_container_and_the_network(request, engine, ssh_key
     assert result["changed"] is True
     assert sorted(n["name"] for n in result["removed"]) == sorted(n["name"] for n in created["nodes"])
     assert leftovers(engine, cluster) == []
+
+
+def test_absent_removes_the_network_a_cluster_left_without_containers(request, engine):
+    """A destroy cut short between the last container and the network leaves the network: the next destroy removes it."""
+    cluster = new_cluster(request, engine)
+    engine.networks.create("tfdist-" + cluster, driver="bridge",
+                           labels={"tfdist.managed": "true", "tfdist_cluster": cluster})
+
+    result = run_module(cluster=cluster, state="absent")
+
+    assert (result["changed"], result["removed_leftovers"]) == (True, ["network tfdist-" + cluster])
+    assert leftovers(engine, cluster) == []
+    assert run_module(cluster=cluster, state="absent")["changed"] is False

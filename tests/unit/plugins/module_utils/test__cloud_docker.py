@@ -379,3 +379,42 @@ def test_libcloud_node_module_creates_a_cluster_with_provider_docker(engine, cap
     for node in result["nodes"]:
         assert node["address"] == node["private_ips"][0] and node["public_ips"] == []
         assert node["extra"]["tags"]["tfdist_cluster"] == "tfdist"
+
+
+def destroy_with_module(capsys, cluster, check_mode=False):
+    args = dict(provider="docker", cluster=cluster, state="absent", _ansible_check_mode=check_mode)
+    with patch_module_args(args), pytest.raises(SystemExit):
+        libcloud_node.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_destroy_removes_the_network_a_cluster_left_without_nodes(engine, capsys):
+    """A destroy cut short between the last container and the network, or a create that failed before its first
+    container, leaves the cluster's network: the next destroy removes it, and no other network."""
+    engine.api.networks["tfdist-demo"] = {"Name": "tfdist-demo", "Labels": {"tfdist.managed": "true", "tfdist_cluster": "demo"}}
+    engine.api.networks["tfdist-other"] = {"Name": "tfdist-other", "Labels": {"tfdist.managed": "true"}}
+    engine.api.networks["tfdist-mine"] = {"Name": "tfdist-mine", "Labels": {}}
+
+    planned = destroy_with_module(capsys, "demo", check_mode=True)
+    assert (planned["changed"], planned["removed_leftovers"]) == (True, ["network tfdist-demo"])
+    assert "tfdist-demo" in engine.api.networks
+
+    result = destroy_with_module(capsys, "demo")
+    assert (result["changed"], result["removed_leftovers"]) == (True, ["network tfdist-demo"])
+    assert sorted(engine.api.networks) == ["tfdist-mine", "tfdist-other"]
+    again = destroy_with_module(capsys, "demo")
+    assert (again["changed"], again["removed_leftovers"]) == (False, [])
+    # A network of the user's that happens to have the cluster's network name is never tfdist's to remove.
+    assert destroy_with_module(capsys, "mine")["removed_leftovers"] == []
+    assert "tfdist-mine" in engine.api.networks
+
+
+def test_destroy_leaves_a_cluster_network_that_nodes_still_use(driver, engine, capsys):
+    create(driver, cluster="demo")
+    # Another cluster's container on that network (docker allows it with ex_network): not this destroy's to cut off.
+    engine.api.add_container("tfdist/node:bookworm", "sshd", "other-worker-0", "tfdist-demo", node_tags("other", "worker", 0))
+
+    result = destroy_with_module(capsys, "demo")
+
+    assert [n["name"] for n in result["removed"]] == ["demo-worker-0"]
+    assert result["removed_leftovers"] == [] and "tfdist-demo" in engine.api.networks

@@ -97,9 +97,9 @@ def uninstall():
     _memory.clear()
 
 
-def _prune(folder, now=None):
+def _prune(folder):
     """Once a day: remove the entries unused for UNUSED_DAYS, and writes cut short (.new-*) over an hour old."""
-    now = time.time() if now is None else now
+    now = time.time()
     mark = os.path.join(folder, PRUNED_MARK)
     try:
         if now - os.stat(mark).st_mtime < DAY:
@@ -116,8 +116,7 @@ def _prune(folder, now=None):
             pass  # removed by another run meanwhile
     try:
         with open(mark, "w"):
-            pass
-        os.utime(mark, (now, now))
+            pass  # its mtime: when the folder was last pruned
     except OSError:
         pass  # a read-only folder: looked at again next run
 
@@ -163,10 +162,13 @@ def _load(key, env):
             with open(path, "rb") as handle:
                 code, plugins = marshal.load(handle)
                 used = os.fstat(handle.fileno()).st_mtime
-            if time.time() - used > DAY:
-                os.utime(path)  # still in use: kept by _prune
         except (OSError, EOFError, ValueError, TypeError):
             return None
+        if time.time() - used > DAY:
+            try:
+                os.utime(path)  # still in use: kept by _prune
+            except OSError:
+                pass  # a folder this run may read, not write: nothing to prune there either
         if not isinstance(code, types.CodeType):
             return None
         if any(_plugin_form(env, kind, name) != form for kind, name, form in plugins):

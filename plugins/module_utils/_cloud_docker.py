@@ -228,15 +228,7 @@ class DockerNodeDriver(NodeDriver):
         the last container and the network, or a create that failed before the first container). Removed unless
         check_mode; returns their descriptions."""
         network = network_name(cluster)
-        try:
-            labels = self.api.inspect_network(network).get('Labels') or {}
-        except NotFound:
-            return []
-        if labels.get(MANAGED_LABEL) != 'true' or self.api.containers(all=True, filters={'network': network}):
-            return []  # the user's own network, or one that nodes still use
-        if not check_mode:
-            self._remove_network_if_unused(network)
-        return ['network %s' % network]
+        return ['network %s' % network] if self._remove_network_if_unused(network, check_mode) else []
 
     def ex_audit_found(self, options=None):
         """The cluster networks (labelled tfdist.managed=true) as the leak audit lists them: [(kind, id, name, cluster)]
@@ -299,23 +291,26 @@ class DockerNodeDriver(NodeDriver):
                 labels[TAG_CLUSTER] = cluster
             self.api.create_network(network, driver='bridge', labels=labels, check_duplicate=True)
 
-    def _remove_network_if_unused(self, network):
+    def _remove_network_if_unused(self, network, check_mode=False):
+        """True when the network was tfdist's and had no container left: removed, unless check_mode."""
         with _NETWORK_LOCK:
             try:
                 labels = self.api.inspect_network(network).get('Labels') or {}
             except NotFound:
-                return
+                return False
             if labels.get(MANAGED_LABEL) != 'true':
-                return  # the user's own network: never ours to remove
+                return False  # the user's own network: never ours to remove
             deadline = time.monotonic() + _ENDPOINT_RELEASE_SECONDS
             while True:
                 if self.api.containers(all=True, filters={'network': network}):
-                    return  # a container is on it (another run joined it meanwhile): it stays
+                    return False  # a container is on it (another run joined it meanwhile): it stays
+                if check_mode:
+                    return True
                 try:
                     self.api.remove_network(network)
-                    return
+                    return True
                 except NotFound:
-                    return
+                    return False
                 except APIError as e:
                     if 'active endpoints' not in str(e):
                         raise

@@ -14,8 +14,13 @@ one raw command: the node's python3 runs the package's own copy of _files.holds 
 down by the previous call).
 When every file and folder is there as the module would leave it, that look is the whole call: changed=false, with
 no module payload to build, send and import on each host. Anything else (a file that differs, a new task, other
-code, no python3) runs the module. On this machine (connection local, no become: cloud=local) the action looks
+code, no python3) lays the files down. On this machine (connection local, no become: cloud=local) the action looks
 itself.
+
+On a node that look found wanting (every node of a first deploy), the node's own copy of the module's work lays the
+files down: the idle guard's copy of the package, when it is this version's, runs _host_files with the module's
+params on stdin (_look, the "lay-down"), one raw command instead of a module run. Without that copy (no guard,
+another version), in check mode, or with a dataset too large to go inline, the module runs.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _look
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
@@ -37,23 +42,29 @@ from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import 
 INLINE_LIMIT = 4 * 1024 * 1024
 
 
-def look_parts(args):
-    """What the look checks for the module's args, as _files.holds arguments (the job's files and folders, then the
-    package's); None where the module must run (paths the node would expand, options it must name as wrong)."""
-    work_dir, package_dest = args.get("work_dir"), args.get("package_dest")
+def node_params(args):
+    """The module's validated params for args, as the node would read them; None where the module must run (paths the
+    node would expand, options it must name as wrong)."""
     # Paths as the module reads them only where the node cannot expand them otherwise (no ~, no $VARS).
-    if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in (work_dir, package_dest)):
+    paths = [args.get("work_dir"), args.get("package_dest")] + ([args["warm_python"]] if args.get("warm_python") else [])
+    if not all(isinstance(path, str) and path.startswith("/") and "$" not in path for path in paths):
         return None
     # The module's own options and defaults; anything they refuse is the module's to name.
     checked = ArgumentSpecValidator(training_files.ARGUMENT_SPEC).validate(args)
-    if checked.error_messages:
+    return None if checked.error_messages else checked.validated_parameters
+
+
+def look_parts(args):
+    """What the look checks for the module's args, as _files.holds arguments (the job's files and folders, then the
+    package's); None where the module must run."""
+    params = node_params(args)
+    if params is None:
         return None
-    params = checked.validated_parameters
     try:
         task_files = _cluster.host_files(params)
-        return [dict(root=work_dir, digests={path: _files.digest(content) for path, content in task_files.items()},
+        return [dict(root=params["work_dir"], digests={path: _files.digest(content) for path, content in task_files.items()},
                      folders=_cluster.host_folders(params)),
-                dict(root="%s/%s" % (package_dest, PACKAGE_NAME), only=True,
+                dict(root="%s/%s" % (params["package_dest"], PACKAGE_NAME), only=True,
                      digests={path: _files.digest(content) for path, content in package_files().items()})]
     except (_cluster.ClusterError, KeyError, TypeError, ValueError, AttributeError):
         return None  # the module names what is wrong
@@ -91,6 +102,10 @@ class ActionModule(ActionBase):
         if not large and self._quick_look(args):
             result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
             return result
+        laid = None if large or self._task.check_mode or on_this_machine(self) else self._lay_down_on_node(args)
+        if laid is not None:
+            result.update(laid)
+            return result
         result.update(self._execute_module(module_name="tfdist.cluster.training_files", module_args=args,
                                            task_vars=task_vars))
         if large and not result.get("failed"):
@@ -110,6 +125,23 @@ class ActionModule(ActionBase):
             return _look.files_hold(look)
         command = _look.command(args["package_dest"], "files", json.dumps(look))
         return self._low_level_execute_command(command).get("rc") == 0
+
+    def _lay_down_on_node(self, args):
+        """The module's result from the node's own copy of its work (_host_files, with the idle guard's copy of the
+        package, when it is this version's): one raw command. None: the module's turn."""
+        params = node_params(args)
+        if params is None or params["package_dest"] is None:
+            return None
+        command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())
+        try:
+            # The params (the task environment and the dataset among them) go on stdin, never on a command line.
+            laid = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
+            if laid.get("rc") != 0:
+                return None
+            result = json.loads(laid["stdout"].strip().splitlines()[-1])
+        except (AnsibleError, ValueError, IndexError, KeyError):
+            return None
+        return result if isinstance(result, dict) and "changed" in result else None
 
     def _render(self, template, template_vars, args, task_vars):
         """{task name: its script}, rendered as the template lookup does, with the task on top of template_vars."""

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
 # The file of a package that names its files by their checksums (sha256sum's format, see checksums()).
 CHECKSUMS_FILE = "SHA256SUMS"
+# The package the collection lays down on the nodes (_package): its folder under a destination, and its import name.
+PACKAGE_NAME = "tfdist"
 
 
 def needs_write(path, content, mode=FILE_MODE):
@@ -84,6 +87,34 @@ def stale_entries(root, files):
             if path not in files:
                 stale.append(path)
     return sorted(stale)
+
+
+def lay_down(root, files, check_mode=False):
+    """Write files ({path relative to root: content}) where they differ and remove what else is under root (Python's
+    caches aside); (paths written, entries removed). Raises OSError (its filename) when root cannot be written."""
+    written = [path for path in sorted(files) if needs_write(os.path.join(root, path), files[path])]
+    removed = stale_entries(root, files) if os.path.isdir(root) else []
+    if not check_mode:
+        for path in written:
+            write_file(os.path.join(root, path), files[path])
+        for path in removed:
+            target = os.path.join(root, path)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            else:
+                os.remove(target)
+    return written, removed
+
+
+def read_copy(root):
+    """{path: content} of the files root's CHECKSUMS_FILE names, that file included: a package copy as its files
+    dictionary (check it with holds_checksums first). Raises OSError or ValueError."""
+    with open(os.path.join(root, CHECKSUMS_FILE), "rb") as handle:
+        files = {CHECKSUMS_FILE: handle.read()}
+    for path in read_checksums(files[CHECKSUMS_FILE].decode()):
+        with open(os.path.join(root, path), "rb") as handle:
+            files[path] = handle.read()
+    return files
 
 
 def holds(root, digests, folders=(), only=False):

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 import os
 import pkgutil
-import shutil
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import (
-    _cluster, _files, _idle_guard, _look, _storage, _supervisor, _task_plan, train)
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums, needs_write, stale_entries, write_file
+    _cluster, _files, _host_files, _idle_guard, _look, _storage, _supervisor, _task_plan, train)
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
 SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
-PACKAGE_NAME = "tfdist"
-SHIPPED = (_cluster, _files, _idle_guard, _look, _storage, _supervisor, _task_plan, train, checkpoints, cli, data, evaluator, job,
+PACKAGE_NAME = _files.PACKAGE_NAME
+SHIPPED = (_cluster, _files, _host_files, _idle_guard, _look, _storage, _supervisor, _task_plan, train, checkpoints, cli, data, evaluator, job,
            model, progress, results, strategies)
 CHECKSUMS = _files.CHECKSUMS_FILE
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
-tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _idle_guard, _look,
-_storage, _supervisor and _task_plan are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
+tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _host_files, _idle_guard,
+_look, _storage, _supervisor and _task_plan are copies of the collection's module_utils of the same names. Do not edit: the next deploy rewrites these files.
 """
 '''
 
@@ -59,15 +58,5 @@ def lay_down(dest, check_mode=False):
     """
     root = os.path.join(dest, PACKAGE_NAME)
     files = package_files()
-    written = [path for path in sorted(files) if needs_write(os.path.join(root, path), files[path])]
-    removed = stale_entries(root, files) if os.path.isdir(root) else []
-    if not check_mode:
-        for path in written:
-            write_file(os.path.join(root, path), files[path])
-        for path in removed:
-            target = os.path.join(root, path)
-            if os.path.isdir(target) and not os.path.islink(target):
-                shutil.rmtree(target)
-            else:
-                os.remove(target)
+    written, removed = _files.lay_down(root, files, check_mode)
     return root, files, written, removed

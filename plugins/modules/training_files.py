@@ -204,14 +204,11 @@ warm:
   version_added: 0.5.0
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import lay_down
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import SupervisorError, warm, warm_host
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_files import HostFilesError, lay_down_host
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 
 # The module's options; the action (plugins/action/training_files.py) checks a look's options against them too.
@@ -250,72 +247,10 @@ def main():
         if p[option]:
             module.fail_json(msg="%s: read on the controller by the action tfdist.cluster.training_files, "
                                  "which did not run (call the module by that name)" % option)
-    for task in p["tasks"]:
-        missing = [key for key in ("name", "type", "index") if key not in task]
-        if missing:
-            module.fail_json(msg="tasks: a task without %s: %r" % (", ".join(missing), task))
     try:
-        files = _cluster.host_files(p)
-    except _cluster.ClusterError as error:
+        module.exit_json(**lay_down_host(p, package_files, module.check_mode))
+    except HostFilesError as error:
         module.fail_json(msg=str(error))
-    made = [f for f in _cluster.host_folders(p) if not os.path.isdir(os.path.join(p["work_dir"], f))]
-    written = [path for path in sorted(files) if needs_write(os.path.join(p["work_dir"], path), files[path])]
-    if not module.check_mode:
-        try:
-            for folder in made:
-                os.makedirs(os.path.join(p["work_dir"], folder), mode=DIR_MODE, exist_ok=True)
-            for path in written:
-                write_file(os.path.join(p["work_dir"], path), files[path])
-        except OSError as error:
-            module.fail_json(msg="work_dir: cannot write %s: %s" % (error.filename or p["work_dir"], error.strerror))
-    new_tasks = [t["name"] for t in p["tasks"] if _cluster.task_path(t["name"]) in made]
-    result = dict(changed=bool(made or written), written=written, new_tasks=new_tasks)
-    if p["package_dest"]:
-        try:
-            package_written, package_removed = lay_down(p["package_dest"], module.check_mode)[2:]
-        except OSError as error:
-            module.fail_json(msg="package_dest: cannot write the package under %s: %s" % (p["package_dest"], error))
-        result.update(package_written=package_written, package_removed=package_removed,
-                      changed=result["changed"] or bool(package_written or package_removed))
-    result["warm"] = [] if module.check_mode or not p["warm_python"] else warm_starts(p, written, result)
-    module.exit_json(**result)
-
-
-def warm_starts(p, written, result):
-    """Start the Python of each task whose files changed (or all, when the program changed); their names.
-
-    Tasks whose environments differ only in their own variables (_cluster.OWN_VARIABLES) share one import: a warm host forks
-    their Pythons. A task with a GPU of its own imports alone.
-    """
-    program_changed = bool(result.get("package_written") or result.get("package_removed"))
-    folders, shared = {}, {}
-    for task in p["tasks"]:
-        folder = _cluster.task_folder(p["work_dir"], task["name"])
-        if program_changed or any(os.path.join(p["work_dir"], path).startswith(folder + "/") for path in written):
-            folders[task["name"]] = folder
-            variables = _cluster.task_variables(task, p)
-            common = tuple(sorted((key, value) for key, value in variables.items()
-                                  if not key.startswith(_cluster.OWN_VARIABLES)))
-            shared.setdefault(common, []).append(task["name"])
-    hosts = {}
-    for number, (common, names) in enumerate(sorted(shared.items())):
-        if len(names) < 2:
-            continue
-        socket_path = os.path.join(p["work_dir"], "warm-host-%d.sock" % number)
-        try:
-            warm_host(socket_path, p["warm_python"], len(names), p["warm_modules"], env=dict(p["env"], **dict(common)))
-        except SupervisorError:
-            continue  # each task imports on its own
-        hosts.update((name, socket_path) for name in names)
-    started = []
-    for name, folder in folders.items():
-        try:
-            warm(folder, p["warm_python"], p["warm_modules"], env=p["env"],
-                 env_file=os.path.join(folder, _cluster.TASK_ENV), host=hosts.get(name))
-        except SupervisorError:
-            continue  # no warm start: the launch starts the task cold, as it would anyway
-        started.append(name)
-    return started
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
     with open(os.path.join(artifacts, "summary.json")) as handle:
         summary = json.load(handle)
     assert summary["cloud"] == "docker" and summary["steps"] == 300 and summary["accuracy"] > 0.8
+    # Each task's Python imported TensorFlow while the deploy went on (training_files), and its launch took it over.
+    for task in ("chief-0", "worker-0", "worker-1", "ps-0"):
+        with open(os.path.join(artifacts, "logs", f"{task}.log")) as handle:
+            assert "warm start: tensorflow imported since" in handle.read(), task
     model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     digits = np.load(os.path.join(REPO, "roles", "training", "files", "data", "digits.npz"))
     assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8

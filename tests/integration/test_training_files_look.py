@@ -9,8 +9,9 @@ import subprocess
 
 from ansible_cli import run_playbook, tail
 
-from ansible_collections.tfdist.cluster.plugins.action.training_files import look_parts
-from ansible_collections.tfdist.cluster.plugins.module_utils import _look
+from ansible_collections.tfdist.cluster.plugins.action.training_files import look_parts, node_params
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _package
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 PLAYBOOK = """
 - hosts: localhost
@@ -107,3 +108,39 @@ def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
     assert node_look(folders=["tensorboard", "profile"]) != 0
     os.remove(tmp_path / "lib" / "tfdist" / "_files.py")  # no look without the node's own copy
     assert node_look() != 0
+
+
+def test_on_a_fresh_node_the_guards_copy_lays_down_what_the_module_would(tmp_path):
+    """A node that holds the idle guard's copy of this version's package lays its files down with it: one raw command
+    (the "lay-down" of _look), its params on stdin. Its result and files are the module's; another version's copy does
+    nothing and leaves the call to the module."""
+    home = tmp_path / "home"
+    _package.lay_down(str(home / _idle_guard.HOME_FOLDER / "lib"))  # what the idle_guard module leaves
+    args = {"work_dir": str(tmp_path / "job"), "package_dest": str(tmp_path / "lib"), "cluster_name": "looked",
+            "tasks": [{"name": "worker-%d" % i, "type": "worker", "index": i} for i in (0, 1)],
+            "script": "print('training')\n", "cluster_spec": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
+            "folders": ["tensorboard"]}
+    command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())
+
+    def node_lay_down():
+        done = subprocess.run(command, shell=True, input=json.dumps(node_params(args)), capture_output=True, text=True,
+                              env=dict(os.environ, HOME=str(home)), check=False, timeout=60)
+        return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
+
+    rc, laid = node_lay_down()
+    assert rc == 0, laid
+    assert laid["changed"] and laid["new_tasks"] == ["worker-0", "worker-1"] and "_host_files.py" in laid["package_written"]
+    assert (tmp_path / "job" / "tasks" / "worker-1" / "train.py").read_text() == "print('training')\n"
+    # Exactly what the module leaves: the look finds everything in place, and the module has nothing to do.
+    assert subprocess.run(_look.command(args["package_dest"], "files", json.dumps(look_parts(args))), shell=True,
+                          check=False, timeout=60).returncode == 0
+    again, module_ran = lay(tmp_path)
+    assert not again["changed"] and not module_ran
+    assert node_lay_down() == (0, dict(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[],
+                                       warm=[]))
+
+    (home / _idle_guard.HOME_FOLDER / "lib" / "tfdist" / "_cluster.py").write_text("# not this version's\n")
+    (tmp_path / "job" / "tasks" / "worker-0" / "train.py").write_text("print('edited')\n")
+    rc, _output = node_lay_down()
+    assert rc != 0
+    assert (tmp_path / "job" / "tasks" / "worker-0" / "train.py").read_text() == "print('edited')\n"

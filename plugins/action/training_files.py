@@ -34,7 +34,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _look
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, PACKAGE_NAME, package_files
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
 
@@ -57,14 +57,18 @@ def node_params(args):
 def look_parts(args):
     """What the look checks for the module's args, as _files.holds arguments (the job's files and folders, then the
     package's); None where the module must run."""
-    params = node_params(args)
+    return parts_to_look_at(node_params(args))
+
+
+def parts_to_look_at(params):
+    """look_parts for the module's params as node_params validated them (None: None)."""
     if params is None:
         return None
     try:
         task_files = _cluster.host_files(params)
         return [dict(root=params["work_dir"], digests={path: _files.digest(content) for path, content in task_files.items()},
                      folders=_cluster.host_folders(params)),
-                dict(root="%s/%s" % (params["package_dest"], PACKAGE_NAME), only=True,
+                dict(root=_files.package_root(params["package_dest"]), only=True,
                      digests={path: _files.digest(content) for path, content in package_files().items()})]
     except (_cluster.ClusterError, KeyError, TypeError, ValueError, AttributeError):
         return None  # the module names what is wrong
@@ -99,10 +103,11 @@ class ActionModule(ActionBase):
                 args["data"] = {"name": os.path.basename(data_src), "content": content}
             else:
                 large = data_src
-        if not large and self._quick_look(args):
+        params = node_params(args)
+        if not large and self._quick_look(params):
             result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
             return result
-        laid = None if large or self._task.check_mode or on_this_machine(self) else self._lay_down_on_node(args)
+        laid = None if large or self._task.check_mode or on_this_machine(self) else self._lay_down_on_node(params)
         if laid is not None:
             result.update(laid)
             return result
@@ -116,20 +121,19 @@ class ActionModule(ActionBase):
                               % (large, result["data_copy"].get("msg")))
         return result
 
-    def _quick_look(self, args):
-        """True when the node holds every file and folder of args as the module would leave them."""
-        look = look_parts(args)
+    def _quick_look(self, params):
+        """True when the node holds every file and folder of the module's params as the module would leave them."""
+        look = parts_to_look_at(params)
         if look is None:
             return False
         if on_this_machine(self):
             return _look.files_hold(look)
-        command = _look.command(args["package_dest"], "files", json.dumps(look))
+        command = _look.command(params["package_dest"], "files", json.dumps(look))
         return self._low_level_execute_command(command).get("rc") == 0
 
-    def _lay_down_on_node(self, args):
+    def _lay_down_on_node(self, params):
         """The module's result from the node's own copy of its work (_host_files, with the idle guard's copy of the
         package, when it is this version's): one raw command. None: the module's turn."""
-        params = node_params(args)
         if params is None or params["package_dest"] is None:
             return None
         command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())

@@ -89,6 +89,11 @@ def stale_entries(root, files):
     return sorted(stale)
 
 
+def package_root(dest):
+    """The folder of the package's copy laid down in dest (a folder then on the Python path)."""
+    return os.path.join(dest, PACKAGE_NAME)
+
+
 def lay_down(root, files, check_mode=False):
     """Write files ({path relative to root: content}) where they differ and remove what else is under root (Python's
     caches aside); (paths written, entries removed). Raises OSError (its filename) when root cannot be written."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from . import _cluster
-from ._files import DIR_MODE, PACKAGE_NAME, lay_down, needs_write, write_file
+from ._files import DIR_MODE, lay_down, needs_write, package_root, write_file
 from ._supervisor import SupervisorError, warm, warm_host
 
 
@@ -48,7 +48,7 @@ def lay_down_host(p, package_files, check_mode=False):
     result = dict(changed=bool(made or written), written=written, new_tasks=new_tasks)
     if p["package_dest"]:
         try:
-            package_written, package_removed = lay_down(os.path.join(p["package_dest"], PACKAGE_NAME), package_files(),
+            package_written, package_removed = lay_down(package_root(p["package_dest"]), package_files(),
                                                         check_mode)
         except OSError as error:
             raise HostFilesError("package_dest: cannot write the package under %s: %s" % (p["package_dest"], error)) from error

@@ -41,7 +41,7 @@ import sys
 import time
 
 from ._cluster import TASK_TYPES
-from ._files import holds_checksums
+from ._files import holds_checksums, package_root
 from ._supervisor import read_json, task_status
 
 HEARTBEAT = "heartbeat"
@@ -79,7 +79,7 @@ def quick_look(options, checksums, folder=None):
     settings = settings_for(options["idle_minutes"], tasks_dir, options.get("poweroff_command"))
     if read_json(os.path.join(folder, SETTINGS)) != settings:
         return None
-    if not holds_checksums(os.path.join(folder, "lib", "tfdist"), checksums):
+    if not holds_checksums(package_root(os.path.join(folder, "lib")), checksums):
         return None
     status = task_status(folder)
     if not status["running"]:

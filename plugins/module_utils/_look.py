@@ -23,7 +23,7 @@ import json
 import shlex
 import sys
 
-from ._files import PACKAGE_NAME, holds, holds_checksums, read_copy
+from ._files import holds, holds_checksums, package_root, read_copy
 from ._idle_guard import HOME_FOLDER, heartbeat, quick_look
 
 # python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
@@ -59,7 +59,7 @@ def task_plans(params):
 def _lay_down(lib, checksums):
     # The package comes from this copy, so it must be this version's; the module's params come on stdin (env and
     # the dataset may be secret or large).
-    copy = "%s/%s" % (lib, PACKAGE_NAME)
+    copy = package_root(lib)
     if not holds_checksums(copy, checksums):
         return None
     from ._host_files import HostFilesError, lay_down_host  # pylint: disable=import-outside-toplevel  # only this one pays
@@ -81,7 +81,7 @@ def _files(lib, parts):
 
 def _plans(lib, checksums):
     # The copy answers for this version only; the options come on stdin (env may hold secrets).
-    return task_plans(json.load(sys.stdin)) if holds_checksums(lib + "/tfdist", checksums) else None
+    return task_plans(json.load(sys.stdin)) if holds_checksums(package_root(lib), checksums) else None
 
 
 # Each look's arguments on the command line, after the package's folder.

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import pkgutil
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import (
@@ -56,7 +55,7 @@ def lay_down(dest, check_mode=False):
 
     Raises OSError (the file that could not be written) when the folder cannot be written.
     """
-    root = os.path.join(dest, PACKAGE_NAME)
+    root = _files.package_root(dest)
     files = package_files()
     written, removed = _files.lay_down(root, files, check_mode)
     return root, files, written, removed

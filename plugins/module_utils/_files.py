@@ -10,9 +10,11 @@ none of the collection: it is shipped to the nodes with the package tfdist, wher
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import tempfile
+import zipfile
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
@@ -120,6 +122,26 @@ def read_copy(root):
         with open(os.path.join(root, path), "rb") as handle:
             files[path] = handle.read()
     return files
+
+
+def zip_package(files):
+    """A package's files ({path: content}) as the bytes of a zip that Python imports the package from (its folder
+    PACKAGE_NAME at the top)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(files):
+            archive.writestr("%s/%s" % (PACKAGE_NAME, path), files[path])
+    return buffer.getvalue()
+
+
+def unzip_package(path):
+    """{path: content} of the package in the zip file at path (zip_package's). Raises OSError or ValueError."""
+    top = PACKAGE_NAME + "/"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return {name[len(top):]: archive.read(name) for name in archive.namelist() if name.startswith(top)}
+    except zipfile.BadZipFile as error:
+        raise ValueError("%s: %s" % (path, error)) from error
 
 
 def holds(root, digests, folders=(), only=False):

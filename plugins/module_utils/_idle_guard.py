@@ -41,8 +41,8 @@ import sys
 import time
 
 from ._cluster import TASK_TYPES
-from ._files import holds_checksums, package_root
-from ._supervisor import read_json, task_status
+from ._files import PACKAGE_NAME, holds_checksums, lay_down, package_root
+from ._supervisor import read_json, start, stop, task_status, write_json
 
 HEARTBEAT = "heartbeat"
 SETTINGS = "settings.json"
@@ -55,11 +55,55 @@ PID1_GRACE = 15.0
 
 # The guard's folder under its user's home (guard_dir); the idle_guard action's quick look starts there.
 HOME_FOLDER = ".tfdist/" + NAME
+# The guard's copy of the package tfdist is in this folder of its own (the looks of _look run it too).
+LIB = "lib"
 
 
 def guard_dir():
     """The guard's folder of the user this process runs as (its passwd home, whatever $HOME says)."""
     return os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, HOME_FOLDER)
+
+
+def ensure_started(options, folder, check_mode, package_files):
+    """The idle_guard module's state=started: the guard runs in folder with the settings of options (the module's,
+    tasks_dir expanded) and the package of package_files() (a callable: {path: content}, SHA256SUMS included).
+    Returns the module's result. Raises OSError or SupervisorError when it cannot start.
+
+    The module runs it with the package of its payload; on a fresh node the idle_guard action runs it from the
+    package it sends on stdin (_look's "start-guard"), with no module run.
+    """
+    settings = settings_for(options["idle_minutes"], options["tasks_dir"], options.get("poweroff_command"))
+    status = task_status(folder) if os.path.isdir(folder) else {"running": False, "pid": None}
+    lib = os.path.join(folder, LIB)
+    new_settings = read_json(os.path.join(folder, SETTINGS)) != settings
+    if not check_mode:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        heartbeat(folder)
+    written = lay_down(package_root(lib), package_files(), check_mode)[0]
+    # New code (another version of the collection) needs a new process; new settings are read by the running one.
+    restart = not status["running"] or bool(written)
+    result = dict(changed=new_settings or restart, dir=folder, started=restart, running=True, settings=settings,
+                  pid=None if restart else status["pid"])
+    if check_mode:
+        return result
+    if new_settings:
+        write_json(os.path.join(folder, SETTINGS), settings)
+    if restart:
+        if status["running"]:
+            stop(folder)
+        launched = start(folder, NAME, [sys.executable, "-m", "%s._idle_guard" % PACKAGE_NAME, "--dir", folder],
+                         chdir=lib)
+        result["pid"] = launched["pid"]
+    return result
+
+
+def ensure_absent(folder, check_mode):
+    """The idle_guard module's state=absent: the guard stopped and its folder removed."""
+    exists = os.path.isdir(folder)
+    if exists and not check_mode:
+        stop(folder)
+        shutil.rmtree(folder)
+    return dict(changed=exists, dir=folder, started=False, running=False, pid=None)
 
 
 def settings_for(idle_minutes, tasks_dir, poweroff_command):
@@ -68,18 +112,22 @@ def settings_for(idle_minutes, tasks_dir, poweroff_command):
             "poweroff_command": poweroff_command or None}
 
 
+def node_options(options):
+    """The idle_guard module's options as its module reads them on the node: tasks_dir with ~ and $VARS expanded."""
+    return dict(options, tasks_dir=os.path.expanduser(os.path.expandvars(options["tasks_dir"])))
+
+
 def quick_look(options, checksums, folder=None):
     """{pid, dir, settings} of this user's guard when it runs with the settings of options (the idle_guard module's)
     and the package whose SHA256SUMS reads checksums, each of its files intact; the controller is then heard from.
     None when the module has something to do (the idle_guard action's look before it, on a re-run).
     """
     folder = folder or guard_dir()
-    # As the module reads a path option: ~ and $VARS expanded on the node.
-    tasks_dir = os.path.expanduser(os.path.expandvars(options["tasks_dir"]))
-    settings = settings_for(options["idle_minutes"], tasks_dir, options.get("poweroff_command"))
+    options = node_options(options)
+    settings = settings_for(options["idle_minutes"], options["tasks_dir"], options.get("poweroff_command"))
     if read_json(os.path.join(folder, SETTINGS)) != settings:
         return None
-    if not holds_checksums(package_root(os.path.join(folder, "lib")), checksums):
+    if not holds_checksums(package_root(os.path.join(folder, LIB)), checksums):
         return None
     status = task_status(folder)
     if not status["running"]:

@@ -23,11 +23,25 @@ import json
 import shlex
 import sys
 
-from ._files import holds, holds_checksums, package_root, read_copy
-from ._idle_guard import HOME_FOLDER, heartbeat, quick_look
+from ._files import holds, holds_checksums, package_root, read_copy, unzip_package
+from ._idle_guard import HOME_FOLDER, LIB, ensure_started, guard_dir, heartbeat, node_options, quick_look
+from ._supervisor import SupervisorError
 
 # python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
 ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import main; main(sys.argv[1:])"
+# python3 -c FROM_STDIN LOOK ARGS...: the package tfdist is imported from the zip of it on stdin (_files.zip_package),
+# on a node that holds no copy yet; the look gets the zip's path as its LIB. The zip is removed when the look ends.
+FROM_STDIN = """import os, sys, tempfile
+fd, path = tempfile.mkstemp(suffix=".zip")
+try:
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(sys.stdin.buffer.read())
+    sys.path.insert(0, path)
+    from tfdist._look import main
+    main([path] + sys.argv[1:])
+finally:
+    os.remove(path)
+"""
 
 
 def command(lib, look, *args):
@@ -39,8 +53,13 @@ def in_guard_folder(look, *args):
     """The command of a look at the idle guard's copy of the package (its folder's lib, in the user's home); a node
     without that folder answers as a look that finds nothing. No cd: the environment stays the one a module run
     gets (PWD and OLDPWD too), as the warm starts of the lay-down must be claimed by the launch."""
-    lib = "~/%s/lib" % HOME_FOLDER  # plain characters, unquoted: the shell expands the ~
+    lib = "~/%s/%s" % (HOME_FOLDER, LIB)  # plain characters, unquoted: the shell expands the ~
     return "exec python3 -c %s %s %s" % (shlex.quote(ENTRY), lib, " ".join(shlex.quote(word) for word in (look,) + args))
+
+
+def with_package(look, *args):
+    """The command of a look run from the package sent on its stdin (send _package.package_zip())."""
+    return "exec python3 -c %s" % " ".join(shlex.quote(word) for word in (FROM_STDIN, look) + args)
 
 
 def files_hold(parts):
@@ -75,6 +94,16 @@ def _guard(lib, options, checksums):
     return quick_look(json.loads(options), checksums)
 
 
+def _start_guard(package, options, folder=None):
+    # The idle_guard module's work (ensure_started) with the package of the zip on stdin, which it lays down as the
+    # guard's copy; the module's turn on any error (it names it). folder: the guard's, for tests.
+    try:
+        return ensure_started(node_options(json.loads(options)), folder or guard_dir(), False,
+                              lambda: unzip_package(package))
+    except (OSError, ValueError, KeyError, SupervisorError):
+        return None
+
+
 def _files(lib, parts):
     return files_hold(json.loads(parts)) or None
 
@@ -91,6 +120,8 @@ LOOKS = {
     "plans": _plans,  # SHA256SUMS of this version's package; training_task's task params on stdin
     # Not only a look: the training_files module's work itself (_host_files), its validated params on stdin.
     "lay-down": _lay_down,  # SHA256SUMS of this version's package
+    # The idle_guard module's state=started (_idle_guard.ensure_started), from the package on stdin (with_package).
+    "start-guard": _start_guard,  # the idle_guard module's options as JSON
 }
 
 

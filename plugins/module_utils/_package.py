@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import pkgutil
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import (
@@ -59,3 +60,9 @@ def lay_down(dest, check_mode=False):
     files = package_files()
     written, removed = _files.lay_down(root, files, check_mode)
     return root, files, written, removed
+
+
+@functools.lru_cache(maxsize=None)
+def package_zip():
+    """The whole package as a zip (bytes) that a node's python3 imports it from (_look.with_package)."""
+    return _files.zip_package(package_files())

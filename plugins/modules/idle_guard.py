@@ -111,49 +111,10 @@ settings:
   type: dict
 """
 
-import os
-import shutil
-import sys
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import PACKAGE_NAME, lay_down
-
-
-def ensure_started(p, folder, check_mode):
-    settings = _idle_guard.settings_for(p["idle_minutes"], p["tasks_dir"], p["poweroff_command"])
-    status = _supervisor.task_status(folder) if os.path.isdir(folder) else {"running": False, "pid": None}
-    lib = os.path.join(folder, "lib")
-    new_settings = _supervisor.read_json(os.path.join(folder, _idle_guard.SETTINGS)) != settings
-    if not check_mode:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        _idle_guard.heartbeat(folder)
-    written = lay_down(lib, check_mode)[2]
-    # New code (another version of the collection) needs a new process; new settings are read by the running one.
-    start = not status["running"] or bool(written)
-    result = dict(changed=new_settings or start, dir=folder, started=start, running=True, settings=settings,
-                  pid=None if start else status["pid"])
-    if check_mode:
-        return result
-    if new_settings:
-        _supervisor.write_json(os.path.join(folder, _idle_guard.SETTINGS), settings)
-    if start:
-        if status["running"]:
-            _supervisor.stop(folder)
-        launched = _supervisor.start(folder, _idle_guard.NAME,
-                                     [sys.executable, "-m", "%s._idle_guard" % PACKAGE_NAME, "--dir", folder],
-                                     chdir=lib)
-        result["pid"] = launched["pid"]
-    return result
-
-
-def ensure_absent(folder, check_mode):
-    exists = os.path.isdir(folder)
-    if exists and not check_mode:
-        _supervisor.stop(folder)
-        shutil.rmtree(folder)
-    return dict(changed=exists, dir=folder, started=False, running=False, pid=None)
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 
 def main():
@@ -170,12 +131,12 @@ def main():
     p = module.params
     folder = _idle_guard.guard_dir()
     if p["state"] == "absent":
-        module.exit_json(**ensure_absent(folder, module.check_mode))
+        module.exit_json(**_idle_guard.ensure_absent(folder, module.check_mode))
     if p["idle_minutes"] <= 0:
         module.fail_json(msg="idle_minutes: must be greater than 0 (use state=absent to turn the guard off), got %s"
                          % p["idle_minutes"])
     try:
-        result = ensure_started(p, folder, module.check_mode)
+        result = _idle_guard.ensure_started(p, folder, module.check_mode, package_files)
     except (OSError, _supervisor.SupervisorError) as e:
         module.fail_json(msg="the idle guard cannot start in %s: %s" % (folder, e))
     module.exit_json(**result)

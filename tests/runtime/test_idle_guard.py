@@ -3,15 +3,15 @@ command of its own that leaves a mark instead of halting this machine."""
 
 import json
 import os
+import subprocess
 import sys
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
-from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 from processes import alive, wait_until
 
 IDLE_SECONDS = 2.0
@@ -28,7 +28,7 @@ def guard(tmp_path):
 
     def start(idle_seconds=IDLE_SECONDS, check_mode=False):
         params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command}
-        return idle_guard.ensure_started(params, folder, check_mode)
+        return _idle_guard.ensure_started(params, folder, check_mode, package_files)
 
     yield SimpleNamespace(start=start, folder=folder, tasks_dir=tasks_dir, mark=mark)
     if os.path.isdir(folder):
@@ -113,9 +113,9 @@ def test_a_second_call_changes_nothing_and_new_settings_need_no_restart(guard):
 
 def test_absent_stops_the_guard_and_removes_its_folder(guard):
     pid = guard.start(idle_seconds=600)["pid"]
-    gone = idle_guard.ensure_absent(guard.folder, False)
+    gone = _idle_guard.ensure_absent(guard.folder, False)
     assert gone["changed"] and not os.path.exists(guard.folder) and not alive(pid)
-    assert not idle_guard.ensure_absent(guard.folder, False)["changed"]
+    assert not _idle_guard.ensure_absent(guard.folder, False)["changed"]
     _idle_guard.heartbeat(guard.folder)  # no guard, no heartbeat file
     assert not os.path.exists(guard.folder) and not os.path.exists(guard.mark)
 
@@ -141,3 +141,31 @@ def test_the_quick_look_finds_the_guard_as_asked_and_nothing_else(guard):
     assert _idle_guard.quick_look(options, checksums, guard.folder)["pid"] is not None
     _supervisor.stop(guard.folder)
     assert _idle_guard.quick_look(options, checksums, guard.folder) is None
+
+
+def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_would(guard, tmp_path):
+    """The idle_guard action's second raw command, where its look found no guard: the node's python3 runs the module's
+    work from the package zip on stdin, which it lays down as the guard's copy, and leaves no zip behind."""
+    options = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": ["true"]}
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+
+    def start_on_node(package):
+        done = subprocess.run(_look.with_package("start-guard", json.dumps(options), guard.folder), shell=True,
+                              input=package, capture_output=True, env=dict(os.environ, TMPDIR=str(temp)),
+                              check=False, timeout=60)
+        return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
+
+    assert start_on_node(b"not a zip")[0] != 0  # the module's turn
+    assert not os.path.exists(os.path.join(guard.folder, _idle_guard.SETTINGS))
+    rc, started = start_on_node(package_zip())
+    assert rc == 0, started
+    assert started["changed"] and started["started"] and started["settings"]["idle_seconds"] == 600
+    time.sleep(0.5)  # the zip it ran from is gone: the guard must not need it
+    assert alive(started["pid"]) and not os.listdir(temp)
+    # What the module leaves: this version's copy, intact (the re-run's look finds the guard), nothing for the module.
+    found = _idle_guard.quick_look(options, package_files()[CHECKSUMS].decode(), guard.folder)
+    assert found["pid"] == started["pid"]
+    params = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": ["true"]}
+    again = _idle_guard.ensure_started(params, guard.folder, False, package_files)
+    assert not again["changed"] and again["pid"] == started["pid"]

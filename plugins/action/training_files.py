@@ -17,10 +17,11 @@ no module payload to build, send and import on each host. Anything else (a file 
 code, no python3) lays the files down. On this machine (connection local, no become: cloud=local) the action looks
 itself.
 
-On a node that look found wanting (every node of a first deploy), the node's own copy of the module's work lays the
-files down: the idle guard's copy of the package, when it is this version's, runs _host_files with the module's
-params on stdin (_look, the "lay-down"), one raw command instead of a module run. Without that copy (no guard,
-another version), in check mode, or with a dataset too large to go inline, the module runs.
+Where the idle guard's copy of the package is this version's, the node's own copy of the module's work lays the
+files down: it runs _host_files with the module's params on stdin (_look, the "lay-down"), one raw command instead of
+a module run. Params up to SEND_FIRST_LIMIT go to it first, with no look before (it writes nothing where everything
+is in place, as the module does); larger ones only after the look found the node wanting. Without that copy (no
+guard, another version), in check mode, or with a dataset too large to go inline, the module runs.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import 
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
+# Params up to this size (JSON) go to the lay-down before any look: sending them costs about what the look costs.
+SEND_FIRST_LIMIT = 64 * 1024
 
 
 def node_params(args):
@@ -104,10 +107,16 @@ class ActionModule(ActionBase):
             else:
                 large = data_src
         params = node_params(args)
-        if not large and self._quick_look(params):
+        may_lay_down = not (large or self._task.check_mode or on_this_machine(self)) and params is not None
+        # A small call goes whole at once: on a re-run the lay-down answers what the look would, and a new node
+        # saves the look's round trip. A large one (a dataset inline) is looked at first, by its checksums.
+        sent_first = may_lay_down and len(json.dumps(params)) <= SEND_FIRST_LIMIT
+        laid = self._lay_down_on_node(params) if sent_first else None
+        if laid is None and not large and self._quick_look(params):
             result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
             return result
-        laid = None if large or self._task.check_mode or on_this_machine(self) else self._lay_down_on_node(params)
+        if laid is None and may_lay_down and not sent_first:
+            laid = self._lay_down_on_node(params)
         if laid is not None:
             result.update(laid)
             return result

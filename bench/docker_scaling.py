@@ -226,7 +226,7 @@ def main():
         # each time) and the median counts, as one deploy's configure time varies by more than the goal's margin.
         configure_runs = [launched]
         if nodes in GOAL_SIZES:
-            for _ in range(args.repeat - 1):
+            for _repeat in range(args.repeat - 1):
                 configure_runs.append(first_deploy(cluster, extra)[2])
                 playbook("destroy", cluster)
             launched = statistics.median(configure_runs)

@@ -12,7 +12,9 @@ heard from, as the modules do. On this machine (cloud=local) the actions call th
 One of them does more than look: on a node the idle guard reached first (a fresh node of a deploy), the
 "lay-down" does the training_files module's work itself (_host_files) with the guard's copy of the package, when
 that copy is this version's: one raw command instead of a module run (its payload built, sent and imported: about
-0.15 s of a node's CPU on each host, before the first step).
+0.15 s of a node's CPU on each host, before the first step). And on a node with no copy at all, the "start-guard"
+does the idle_guard module's work from the package sent on stdin as a zip (with_package), which it lays down as the
+guard's copy: the first contact of a deploy costs no module run either.
 
 Private to the collection (leading underscore): the API may change between releases.
 """

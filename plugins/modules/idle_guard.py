@@ -28,7 +28,7 @@ description:
   - With O(state=started), the action first looks with one raw command (the host's C(python3) runs the guard's own
     copy of the package). When the guard runs with these settings and this version's files, intact, that look is
     the whole call (C(changed=false), and the controller is heard from). Otherwise a second raw command does the
-    module's work: the host's C(python3) runs it from the package sent as a zip on the command's stdin, and lays
+    module's work; the host's C(python3) runs it from the package sent as a zip on the command's stdin, and lays
     that package down as the guard's copy. The module itself runs in check mode, with O(state=absent), for options
     it must name as wrong, and when that command fails (no C(python3), an error).
   - Never point it at a machine you work on. The deploy playbook does not run it on C(cloud=local).

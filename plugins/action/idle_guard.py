@@ -68,9 +68,9 @@ class ActionModule(AnswerFirst):
     def _start_on_node(self, options):
         """The module's result from its work done by the node's python3 with the package sent on stdin; None: the
         module's turn."""
-        command = _look.with_package("start-guard", json.dumps(options))
         try:
-            started = self._low_level_execute_command(command, in_data=package_zip())
+            started = self._low_level_execute_command(
+                _look.with_package(), in_data=_look.package_stdin(package_zip(), "start-guard", json.dumps(options)))
             if started.get("rc") != 0:
                 return None
             result = json.loads(started["stdout"].strip().splitlines()[-1])

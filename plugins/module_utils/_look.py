@@ -31,16 +31,19 @@ from ._supervisor import SupervisorError
 
 # python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
 ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import main; main(sys.argv[1:])"
-# python3 -c FROM_STDIN LOOK ARGS...: the package tfdist is imported from the zip of it on stdin (_files.zip_package),
-# on a node that holds no copy yet; the look gets the zip's path as its LIB. The zip is removed when the look ends.
-FROM_STDIN = """import os, sys, tempfile
+# python3 -c FROM_STDIN: the look and its arguments come on stdin as a JSON list on the first line (package_stdin()),
+# then the zip of the package tfdist (_files.zip_package), on a node that holds no copy yet; the look gets the zip's
+# path as its LIB. Nothing of them goes on the command line, which a process started by the look (the guard's
+# supervisor) keeps. The zip is removed when the look ends.
+FROM_STDIN = """import json, os, sys, tempfile
+words = json.loads(sys.stdin.buffer.readline())
 fd, path = tempfile.mkstemp(suffix=".zip")
 try:
     with os.fdopen(fd, "wb") as handle:
         handle.write(sys.stdin.buffer.read())
     sys.path.insert(0, path)
     from tfdist._look import main
-    main([path] + sys.argv[1:])
+    main([path] + words)
 finally:
     os.remove(path)
 """
@@ -59,9 +62,14 @@ def in_guard_folder(look, *args):
     return "exec python3 -c %s %s %s" % (shlex.quote(ENTRY), lib, " ".join(shlex.quote(word) for word in (look,) + args))
 
 
-def with_package(look, *args):
-    """The command of a look run from the package sent on its stdin (send _package.package_zip())."""
-    return "exec python3 -c %s" % " ".join(shlex.quote(word) for word in (FROM_STDIN, look) + args)
+def with_package():
+    """The command of a look run from the package sent on its stdin, which package_stdin() makes."""
+    return "exec python3 -c %s" % shlex.quote(FROM_STDIN)
+
+
+def package_stdin(package, look, *args):
+    """with_package()'s stdin: the look (a key of LOOKS) and its arguments, then the package's zip (bytes)."""
+    return (json.dumps([look] + list(args)) + "\n").encode() + package
 
 
 def files_hold(parts):
@@ -122,7 +130,7 @@ LOOKS = {
     "plans": _plans,  # SHA256SUMS of this version's package; training_task's task params on stdin
     # Not only a look: the training_files module's work itself (_host_files), its validated params on stdin.
     "lay-down": _lay_down,  # SHA256SUMS of this version's package
-    # The idle_guard module's state=started (_idle_guard.ensure_started), from the package on stdin (with_package).
+    # The idle_guard module's state=started (_idle_guard.ensure_started), from the package on stdin (with_package()).
     "start-guard": _start_guard,  # the idle_guard module's options as JSON
 }
 

@@ -151,9 +151,9 @@ def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_wou
     temp.mkdir()
 
     def start_on_node(package):
-        done = subprocess.run(_look.with_package("start-guard", json.dumps(options), guard.folder), shell=True,
-                              input=package, capture_output=True, env=dict(os.environ, TMPDIR=str(temp)),
-                              check=False, timeout=60)
+        done = subprocess.run(_look.with_package(), shell=True,
+                              input=_look.package_stdin(package, "start-guard", json.dumps(options), guard.folder),
+                              capture_output=True, env=dict(os.environ, TMPDIR=str(temp)), check=False, timeout=60)
         return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
 
     assert start_on_node(b"not a zip")[0] != 0  # the module's turn
@@ -163,6 +163,12 @@ def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_wou
     assert started["changed"] and started["started"] and started["settings"]["idle_seconds"] == 600
     time.sleep(0.5)  # the zip it ran from is gone: the guard must not need it
     assert alive(started["pid"]) and not os.listdir(temp)
+    # The guard's processes keep no option on their command lines (the tasks folder names the job).
+    status = _supervisor.task_status(guard.folder)
+    assert status["supervisor_pid"]
+    for pid in (started["pid"], status["supervisor_pid"]):
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            assert guard.tasks_dir.encode() not in handle.read()
     # What the module leaves: this version's copy, intact (the re-run's look finds the guard), nothing for the module.
     found = _idle_guard.quick_look(options, package_files()[CHECKSUMS].decode(), guard.folder)
     assert found["pid"] == started["pid"]

@@ -107,16 +107,18 @@ class ActionModule(ActionBase):
             else:
                 large = data_src
         params = node_params(args)
-        may_lay_down = not (large or self._task.check_mode or on_this_machine(self)) and params is not None
+        sent = json.dumps(params) if params is not None else None
+        may_lay_down = sent is not None and not (large or self._task.check_mode or on_this_machine(self))
         # A small call goes whole at once: on a re-run the lay-down answers what the look would, and a new node
         # saves the look's round trip. A large one (a dataset inline) is looked at first, by its checksums.
-        sent_first = may_lay_down and len(json.dumps(params)) <= SEND_FIRST_LIMIT
-        laid = self._lay_down_on_node(params) if sent_first else None
-        if laid is None and not large and self._quick_look(params):
-            result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
-            return result
-        if laid is None and may_lay_down and not sent_first:
-            laid = self._lay_down_on_node(params)
+        send_first = may_lay_down and len(sent) <= SEND_FIRST_LIMIT
+        laid = self._lay_down_on_node(params, sent) if send_first else None
+        if laid is None:
+            if not large and self._quick_look(params):
+                result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
+                return result
+            if may_lay_down and not send_first:
+                laid = self._lay_down_on_node(params, sent)
         if laid is not None:
             result.update(laid)
             return result
@@ -140,15 +142,16 @@ class ActionModule(ActionBase):
         command = _look.command(params["package_dest"], "files", json.dumps(look))
         return self._low_level_execute_command(command).get("rc") == 0
 
-    def _lay_down_on_node(self, params):
+    def _lay_down_on_node(self, params, sent):
         """The module's result from the node's own copy of its work (_host_files, with the idle guard's copy of the
-        package, when it is this version's): one raw command. None: the module's turn."""
+        package, when it is this version's): one raw command, sent (params as JSON) on its stdin. None: the module's
+        turn."""
         if params is None or params["package_dest"] is None:
             return None
         command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())
         try:
             # The params (the task environment and the dataset among them) go on stdin, never on a command line.
-            laid = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
+            laid = self._low_level_execute_command(command, in_data=sent.encode())
             if laid.get("rc") != 0:
                 return None
             result = json.loads(laid["stdout"].strip().splitlines()[-1])

@@ -19,10 +19,26 @@ from __future__ import annotations
 import json
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _look
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
+from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst
+
+
+def started_options(args):
+    """The module's options of a started guard, checked as the module checks them; None for anything else
+    (state=absent, options the module must name as wrong): the module's turn."""
+    checked = ArgumentSpecValidator(idle_guard.ARGUMENT_SPEC, required_if=idle_guard.REQUIRED_IF).validate(dict(args))
+    p = checked.validated_parameters
+    if checked.error_messages or p["state"] != "started" or p["idle_minutes"] <= 0:
+        return None
+    # tasks_dir as given: the module's path type would expand ~ and $VARS here, on the controller, where the node
+    # expands them (_idle_guard.node_options).
+    if not isinstance(args["tasks_dir"], str):
+        return None
+    return {"idle_minutes": p["idle_minutes"], "tasks_dir": args["tasks_dir"], "poweroff_command": p["poweroff_command"]}
 
 
 class ActionModule(AnswerFirst):
@@ -30,28 +46,16 @@ class ActionModule(AnswerFirst):
     MODULE = "tfdist.cluster.idle_guard"
 
     def _answer(self, task_vars):
-        args = dict(self._task.args)
-        if not self._may_answer(args):
+        if self._task.check_mode:
             return None
-        options = {"idle_minutes": float(args["idle_minutes"]), "tasks_dir": args["tasks_dir"],
-                   "poweroff_command": args.get("poweroff_command")}
+        options = started_options(self._task.args)
+        if options is None:
+            return None
         found = self._quick_look(options)
         if found:
             return dict(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
                         settings=found["settings"])
         return self._start_on_node(options)
-
-    def _may_answer(self, args):
-        """Only a started guard with well-formed options: the module names what is wrong with the others."""
-        if self._task.check_mode or args.get("state", "started") != "started":
-            return False
-        command = args.get("poweroff_command")
-        if command is not None and not (isinstance(command, list) and all(isinstance(word, str) for word in command)):
-            return False
-        try:
-            return float(args.get("idle_minutes")) > 0 and isinstance(args.get("tasks_dir"), str)
-        except (TypeError, ValueError):
-            return False
 
     def _quick_look(self, options):
         # With the guard's copy of the package: what the guard runs as, or the module's turn.

@@ -121,17 +121,18 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard,
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 
+# The module's options; the action (plugins/action/idle_guard.py) checks them the same way before it answers itself.
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", default="started", choices=["started", "absent"]),
+    idle_minutes=dict(type="float"),
+    tasks_dir=dict(type="path"),
+    poweroff_command=dict(type="list", elements="str"),
+)
+REQUIRED_IF = [("state", "started", ("idle_minutes", "tasks_dir"))]
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", default="started", choices=["started", "absent"]),
-            idle_minutes=dict(type="float"),
-            tasks_dir=dict(type="path"),
-            poweroff_command=dict(type="list", elements="str"),
-        ),
-        required_if=[("state", "started", ("idle_minutes", "tasks_dir"))],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
     p = module.params
     folder = _idle_guard.guard_dir()
     if p["state"] == "absent":

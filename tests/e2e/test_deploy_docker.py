@@ -176,3 +176,19 @@ def test_idle_guard_powers_the_nodes_off_once_the_controller_is_gone(engine, doc
     assert gone.returncode == 0, tail(gone)
     assert cluster_containers(engine, name) == []
     assert engine.networks.list(names=[f"tfdist-{name}"]) == []
+
+
+def test_a_node_that_fails_before_the_launch_stops_the_deploy_with_nothing_launched(engine, docker_cluster):
+    # The job needs every one of its tasks: the other nodes must not launch theirs and wait for the missing one.
+    name = docker_cluster
+    created = run_playbook("playbooks/provision.yml", "cloud=docker", f"cluster_name={name}")
+    assert created.returncode == 0, tail(created)
+    broken = engine.containers.get(f"{name}-worker-0")
+    assert broken.exec_run(["sh", "-c", "rm -rf /var/lib/tfdist && touch /var/lib/tfdist"]).exit_code == 0
+
+    deploy = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=50", timeout=300)
+    assert deploy.returncode != 0
+    assert f"fatal: [{name}-worker-0]" in deploy.stdout, tail(deploy)
+    for container in cluster_containers(engine, name):
+        launched = container.exec_run(["sh", "-c", f"ls /var/lib/tfdist/{name}/tasks/*/supervisor.pid"])
+        assert launched.exit_code != 0, f"{container.name} launched: {launched.output.decode()}"

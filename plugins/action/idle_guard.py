@@ -32,7 +32,7 @@ def started_options(args):
     (state=absent, options the module must name as wrong): the module's turn."""
     checked = ArgumentSpecValidator(idle_guard.ARGUMENT_SPEC, required_if=idle_guard.REQUIRED_IF).validate(dict(args))
     p = checked.validated_parameters
-    if checked.error_messages or p["state"] != "started" or p["idle_minutes"] <= 0:
+    if checked.error_messages or p["state"] != "started" or idle_guard.started_error(p):
         return None
     # tasks_dir as given: the module's path type would expand ~ and $VARS here, on the controller, where the node
     # expands them (_idle_guard.node_options).

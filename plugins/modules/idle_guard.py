@@ -131,15 +131,22 @@ ARGUMENT_SPEC = dict(
 REQUIRED_IF = [("state", "started", ("idle_minutes", "tasks_dir"))]
 
 
+def started_error(p):
+    """What is wrong with the validated params p of a started guard, beyond their types; None when nothing."""
+    if p["idle_minutes"] <= 0:
+        return "idle_minutes: must be greater than 0 (use state=absent to turn the guard off), got %s" % p["idle_minutes"]
+    return None
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
     p = module.params
     folder = _idle_guard.guard_dir()
     if p["state"] == "absent":
         module.exit_json(**_idle_guard.ensure_absent(folder, module.check_mode))
-    if p["idle_minutes"] <= 0:
-        module.fail_json(msg="idle_minutes: must be greater than 0 (use state=absent to turn the guard off), got %s"
-                         % p["idle_minutes"])
+    error = started_error(p)
+    if error:
+        module.fail_json(msg=error)
     try:
         result = _idle_guard.ensure_started(p, folder, module.check_mode, package_files)
     except (OSError, _supervisor.SupervisorError) as e:

@@ -167,6 +167,11 @@ def first_deploy(cluster, extra):
     return started, first, launched, configure, cpu
 
 
+def cluster_shape(nodes):
+    """The -e settings of a cluster of `nodes` nodes: 1 chief and nodes-1 workers, one TF task per container."""
+    return ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}")
+
+
 def playbook(name, cluster, *extra):
     """Runs playbooks/NAME.yml (or NAME, a path from the repository) on cloud=docker: (start, seconds, output)."""
     path = name if name.endswith(".yml") else f"playbooks/{name}.yml"
@@ -205,7 +210,7 @@ def main():
         cluster = f"bench-{nodes}"
         playbook("destroy", cluster)
         steps = args.steps if nodes <= args.large else args.large_steps
-        shape = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}")
+        shape = cluster_shape(nodes)
         extra = shape + (f"tf_train_steps={steps}",)
         started, first, launched, configure, cpu = first_deploy(cluster, extra)
         _started, again, output = playbook("deploy", cluster, *extra)
@@ -248,8 +253,8 @@ def main():
     goal_rows = [row for row in rows if row["nodes"] in GOAL_SIZES]
     for _repeat in range(args.repeat - 1):
         for row in goal_rows:
-            cluster, nodes = f"bench-{row['nodes']}", row["nodes"]
-            extra = ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}", f"tf_train_steps={row['steps']}")
+            cluster = f"bench-{row['nodes']}"
+            extra = cluster_shape(row["nodes"]) + (f"tf_train_steps={row['steps']}",)
             row["configure_runs_s"].append(round(first_deploy(cluster, extra)[2], 2))
             playbook("destroy", cluster)
     for row in goal_rows:

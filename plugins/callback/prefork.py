@@ -18,6 +18,10 @@ description:
   - This callback loads those plugins in the controller's own process, where every worker forked after it finds them
     loaded. Filters, tests and connections once per playbook; a task's module path and action plugin when the task
     starts, before its workers are forked. On a 32-node cluster that is one import instead of 32 on every task.
+  - Ansible finds a collection's filter or test again each time a template names it, in each worker and for each
+    new templating environment (several per task), by listing the collection's filter (or test) files and loading
+    every one of them to pick the one named. The controller keeps what it found for each name, and finds every
+    filter and test of this collection once before the first fork, so that a worker finds it with a dict look-up.
   - When a task starts it also moves the controller's objects out of the garbage collector's reach (Python's
     C(gc.freeze), made for servers that fork), so the workers leave them alone; they are given back at the end of
     the run.
@@ -53,18 +57,18 @@ EXAMPLES = r"""
 # callbacks_enabled = tfdist.cluster.prefork
 """
 
+import functools
 import gc
 
 from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import action_loader, connection_loader, filter_loader, module_loader, test_loader
+from ansible.plugins.loader import Jinja2Loader, action_loader, connection_loader, filter_loader, module_loader, test_loader
 from ansible.utils.display import Display
 
 from ansible_collections.tfdist.cluster.plugins.plugin_utils import _template_cache
 
 display = Display()
 
-# One filter of this collection: looking it up imports each of the collection's filter files, as a worker would.
-COLLECTION_FILTER = "tfdist.cluster.tf_leader"
+COLLECTION = "tfdist.cluster"
 CONNECTIONS = ("ansible.builtin.ssh", "ansible.builtin.local")
 
 
@@ -104,9 +108,11 @@ class CallbackModule(CallbackBase):
 
     @staticmethod
     def _load_templating_and_connections():
+        _keep_found_jinja_plugins()
         for loader in (filter_loader, test_loader):
             list(loader.all())  # Ansible's own filters and tests, found and wrapped once
-        filter_loader.get(COLLECTION_FILTER)
+            for name in _collection_plugin_names(loader):
+                loader.get(name)
         for name in CONNECTIONS:
             connection_loader.get(name, class_only=True)
 
@@ -131,3 +137,53 @@ class CallbackModule(CallbackBase):
             load(*args)
         except Exception as e:  # pylint: disable=broad-exception-caught
             display.vvvv("tfdist.cluster.prefork: %s" % e)
+
+
+def _collection_plugin_names(loader):
+    """The fully qualified names of this collection's filters (or tests), from its files of that kind."""
+    try:
+        loader.get(COLLECTION + ".tf_leader")  # imports each of the collection's files of this kind, as a worker would
+    except KeyError:
+        return []  # none of that kind
+    folder = "/%s/plugins/%s/" % (COLLECTION.replace(".", "/"), loader.type)
+    names = []
+    for path, module in list(loader._module_cache.items()):
+        plugins = getattr(module, loader.class_name, None) if folder in path else None
+        if plugins is not None:
+            names.extend("%s.%s" % (COLLECTION, name) for name in getattr(plugins(), loader.method_map_name)())
+    return names
+
+
+def _keep_found_jinja_plugins():
+    """Filters and tests found by name once per process (and inherited by the workers it forks), not per lookup.
+
+    What a name resolves to depends only on the installed collections, which a run does not change; a name that is
+    not found is looked for again (a worker reports it as before).
+    """
+    if getattr(Jinja2Loader.get_with_context, "_tfdist_kept", False):
+        return
+    find = Jinja2Loader.get_with_context
+    clear = Jinja2Loader._clear_caches
+    found_by_name = {}
+
+    @functools.wraps(find)
+    def get_with_context(self, name, *args, **kwargs):
+        if args or kwargs:
+            return find(self, name, *args, **kwargs)
+        key = (id(self), name)
+        found = found_by_name.get(key)
+        if found is None:
+            found = find(self, name)
+            if found.object is not None:
+                found_by_name[key] = found
+        return found
+
+    @functools.wraps(clear)
+    def _clear_caches(self):
+        clear(self)
+        for key in [key for key in found_by_name if key[0] == id(self)]:
+            del found_by_name[key]
+
+    get_with_context._tfdist_kept = True
+    Jinja2Loader.get_with_context = get_with_context
+    Jinja2Loader._clear_caches = _clear_caches

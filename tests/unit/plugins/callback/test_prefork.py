@@ -106,3 +106,31 @@ def test_a_playbook_keeps_its_compiled_templates_in_the_folder_and_shows_the_sam
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert len(kept[0]) >= 3  # the variable, the message, the condition
     assert kept[1] == kept[0]  # the second run compiled nothing new: no entry written again
+
+
+FOUND_ONCE = """
+import pkgutil, sys
+from ansible.plugins.loader import callback_loader, filter_loader, init_plugin_loader
+init_plugin_loader()
+callback_loader.get("tfdist.cluster.prefork").v2_playbook_on_start(None)
+
+def listed(*args, **kwargs):
+    raise AssertionError("the collection's filter files were listed again")
+
+pkgutil.iter_modules = listed
+first = filter_loader.get("tfdist.cluster.tf_group")
+print(first is filter_loader.get("tfdist.cluster.tf_group"), first.ansible_name)
+try:
+    filter_loader.get("tfdist.cluster.no_such_filter")
+except Exception as e:  # Ansible wraps what went wrong while it looked
+    print("looked for again:", e.__cause__)
+"""
+
+
+def test_each_filter_of_the_collection_is_found_once_in_the_controller_and_a_missing_one_is_looked_for_again():
+    run = subprocess.run([sys.executable, "-c", FOUND_ONCE], capture_output=True, text=True, check=True)
+    found, missing = run.stdout.splitlines()
+    # A worker (forked from the controller) finds the filter with no look at the collection's files.
+    assert found == "True tfdist.cluster.tf_group"
+    # A name not found is not remembered as missing: the next look searches again (and reports it as before).
+    assert missing == "looked for again: the collection's filter files were listed again"

@@ -21,7 +21,7 @@ description:
   - Ansible finds a collection's filter or test again each time a template names it, in each worker and for each
     new templating environment (several per task), by listing the collection's filter (or test) files and loading
     every one of them to pick the one named. The controller keeps what it found for each name, and finds every
-    filter and test of this collection once before the first fork, so that a worker finds it with a dict look-up.
+    filter of this collection once before the first fork, so that a worker finds it with a dict look-up.
   - When a task starts it also moves the controller's objects out of the garbage collector's reach (Python's
     C(gc.freeze), made for servers that fork), so the workers leave them alone; they are given back at the end of
     the run.
@@ -69,6 +69,8 @@ from ansible_collections.tfdist.cluster.plugins.plugin_utils import _template_ca
 display = Display()
 
 COLLECTION = "tfdist.cluster"
+# One filter of this collection: looking it up imports each of the collection's filter files, as a worker would.
+COLLECTION_FILTER = COLLECTION + ".tf_leader"
 CONNECTIONS = ("ansible.builtin.ssh", "ansible.builtin.local")
 
 
@@ -140,11 +142,10 @@ class CallbackModule(CallbackBase):
 
 
 def _collection_plugin_names(loader):
-    """The fully qualified names of this collection's filters (or tests), from its files of that kind."""
-    try:
-        loader.get(COLLECTION + ".tf_leader")  # imports each of the collection's files of this kind, as a worker would
-    except KeyError:
-        return []  # none of that kind
+    """The fully qualified names of this collection's filters (none of its tests: it has no test plugins)."""
+    if loader.type != "filter":
+        return []
+    loader.get(COLLECTION_FILTER)
     folder = "/%s/plugins/%s/" % (COLLECTION.replace(".", "/"), loader.type)
     names = []
     for path, module in list(loader._module_cache.items()):

@@ -124,7 +124,8 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     the controller (on_controller).
     model_urls: every tf_model_url folder; controller_model_urls the ones the controller writes,
     chief_model_url the one on the cluster HDFS, which the chief writes itself.
-    checkpoint_url: resolved. chief_checks: the URLs the chief checks itself before training.
+    checkpoint_url: resolved. controller_checks: the URLs the controller checks before anything is made;
+    chief_checks: the URLs the chief checks itself before training.
     node_packages: what the nodes' virtualenv needs for what they reach.
     errors: the messages of settings that cannot work, each starting with the setting's name.
     """
@@ -181,6 +182,12 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         'controller_model_urls': [item['value'].rstrip('/') for item in models if not item['on_cluster']],
         'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
         'checkpoint_url': checkpoint['url'],
+        # What the controller checks before anything is made: the dataset it reads (or writes, staging tf_stage_data
+        # there), and the model folders it writes.
+        'controller_checks': ([{'field': 'tf_data', 'url': data['value'], 'check': 'write' if tf_stage_data else 'read'}]
+                              if reader == 'controller' else [])
+                             + [{'field': 'tf_model_url', 'url': item['value'].rstrip('/'), 'check': 'write'}
+                                for item in models if not item['on_cluster']],
         # What the chief checks itself before training: what it reads from the cluster HDFS, and the folders it writes.
         'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': check}
                          for item, check in [(data, 'read')] + [(checkpoint, 'write')] + [(m, 'write') for m in models]

@@ -79,11 +79,11 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     assert os.path.exists(os.path.join(artifacts, "model", "model.keras"))
 
 
-def test_own_script_with_classic_flags(cluster_name, keras):
+def test_own_script_with_classic_flags_and_teardown(cluster_name, keras):
     base = free_port_block(3)
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                           "tf_workers=1", "tf_ps=1", "tf_script=examples/own_script_flags.py",
-                          "tf_script_interface=flags")
+                          "tf_script_interface=flags", "teardown=true")
     assert result.returncode == 0, tail(result)
 
     artifacts = os.path.join(REPO, "artifacts", cluster_name)
@@ -91,7 +91,11 @@ def test_own_script_with_classic_flags(cluster_name, keras):
     # The script requires the classic flags: a run without them would have failed above.
     model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     assert abs(float(model.predict(np.array([[1.0]]), verbose=0)[0][0]) - 5.0) < 0.2  # y = 3x + 2
+    # teardown=true: the cluster is gone once the model is collected, its job folder and inventory source too.
     assert tf_processes(job_dir) == []
+    assert not os.path.exists(job_dir)
+    assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
+    assert f"{cluster_name}-local" not in run_inventory("--graph", check=True).stdout
 
 
 def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):

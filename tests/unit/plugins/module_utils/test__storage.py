@@ -103,6 +103,16 @@ def test_a_local_dataset_for_a_bucket_is_staged_by_the_controller():
     assert not plan()["stage"]["on_controller"]  # nothing to stage
 
 
+def test_the_controller_checks_the_bucket_it_reads_or_stages_to_and_the_folders_it_writes():
+    job = plan(tf_data="s3://b/sets/d.npz", tf_model_url="s3://b/m/, file:///srv/models")
+    assert job["controller_checks"] == [{"field": "tf_data", "url": "s3://b/sets/d.npz", "check": "read"},
+                                        {"field": "tf_model_url", "url": "s3://b/m", "check": "write"},
+                                        {"field": "tf_model_url", "url": "file:///srv/models", "check": "write"}]
+    staged = plan(tf_data="s3://b/sets/d.npz", tf_stage_data="d.npz")["controller_checks"]
+    assert staged == [{"field": "tf_data", "url": "s3://b/sets/d.npz", "check": "write"}]
+    assert plan(tf_data="https://h/d.npz")["controller_checks"] == []  # the nodes read it
+
+
 def test_a_bucket_dataset_is_read_by_the_controller_and_staged():
     data = plan(tf_data="s3://b/sets/d.npz")["data"]
     assert data["reader"] == "controller"
@@ -121,6 +131,7 @@ def test_the_cluster_hdfs_is_read_and_written_by_the_nodes():
     assert job["chief_model_url"] == "hdfs://10.0.0.5:8020/m"
     assert job["controller_model_urls"] == ["s3://b/m"]
     assert [c["field"] for c in job["chief_checks"]] == ["tf_data", "tf_checkpoint_url", "tf_model_url"]
+    assert job["controller_checks"] == [{"field": "tf_model_url", "url": "s3://b/m", "check": "write"}]
     assert job["node_packages"] == ["fsspec==2026.9.0", "s3fs==2026.9.0"]
 
 
@@ -140,4 +151,5 @@ def test_settings_that_cannot_work_are_named(settings, message):
 
 def test_a_plain_job_needs_nothing_on_the_nodes():
     job = plan()
-    assert (job["errors"], job["node_packages"], job["chief_checks"], job["data"]["reader"]) == ([], [], [], "copy")
+    assert (job["errors"], job["node_packages"], job["chief_checks"], job["controller_checks"], job["data"]["reader"]) == (
+        [], [], [], [], "copy")

@@ -174,6 +174,13 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         packages.append(NODE_PACKAGES['fsspec'])
     if any(item['scheme'] == 's3' for item in reached_by_nodes):
         packages.append(NODE_PACKAGES['s3'])
+    # What the controller checks before anything is made: the dataset it reads (or writes, staging tf_stage_data
+    # there), and the model folders it writes.
+    controller_checks = []
+    if reader == 'controller':
+        controller_checks.append({'field': 'tf_data', 'url': data['value'], 'check': 'write' if tf_stage_data else 'read'})
+    controller_checks += [{'field': 'tf_model_url', 'url': item['value'].rstrip('/'), 'check': 'write'}
+                          for item in models if not item['on_cluster']]
     return {
         'data': data,
         'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster'],
@@ -182,12 +189,7 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         'controller_model_urls': [item['value'].rstrip('/') for item in models if not item['on_cluster']],
         'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
         'checkpoint_url': checkpoint['url'],
-        # What the controller checks before anything is made: the dataset it reads (or writes, staging tf_stage_data
-        # there), and the model folders it writes.
-        'controller_checks': ([{'field': 'tf_data', 'url': data['value'], 'check': 'write' if tf_stage_data else 'read'}]
-                              if reader == 'controller' else [])
-                             + [{'field': 'tf_model_url', 'url': item['value'].rstrip('/'), 'check': 'write'}
-                                for item in models if not item['on_cluster']],
+        'controller_checks': controller_checks,
         # What the chief checks itself before training: what it reads from the cluster HDFS, and the folders it writes.
         'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': check}
                          for item, check in [(data, 'read')] + [(checkpoint, 'write')] + [(m, 'write') for m in models]

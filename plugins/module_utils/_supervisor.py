@@ -1022,8 +1022,13 @@ def stop_warm(task_dir, timeout=10.0):
             time.sleep(0.05)
         if alive(sup_pid, sup_starttime):
             os.kill(sup_pid, signal.SIGKILL)
-    if alive(record.get("pid"), record.get("pid_starttime")):
-        signal_group(record["pid"], signal.SIGKILL)
+    pid, pid_starttime = record.get("pid"), record.get("pid_starttime")
+    if alive(pid, pid_starttime):
+        signal_group(pid, signal.SIGKILL)
+        # A signal is sent, not waited for: the warm Python is gone (its memory, its GPU) when this returns.
+        deadline = time.monotonic() + timeout
+        while alive(pid, pid_starttime) and time.monotonic() < deadline:
+            time.sleep(0.05)
     remove(path)
     remove(os.path.join(os.path.dirname(path), WARM_SOCKET))
     return True

@@ -179,14 +179,14 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     controller_checks = []
     if reader == 'controller':
         controller_checks.append({'field': 'tf_data', 'url': data['value'], 'check': 'write' if tf_stage_data else 'read'})
-    controller_checks += [{'field': 'tf_model_url', 'url': item['value'].rstrip('/'), 'check': 'write'}
-                          for item in models if not item['on_cluster']]
+    controller_model_urls = [item['value'].rstrip('/') for item in models if not item['on_cluster']]
+    controller_checks += [{'field': 'tf_model_url', 'url': url, 'check': 'write'} for url in controller_model_urls]
     return {
         'data': data,
         'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster'],
                       on_controller=stage['kind'] == 'local' and not data['on_cluster']),
         'model_urls': [item['value'] for item in models],
-        'controller_model_urls': [item['value'].rstrip('/') for item in models if not item['on_cluster']],
+        'controller_model_urls': controller_model_urls,
         'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
         'checkpoint_url': checkpoint['url'],
         'controller_checks': controller_checks,

@@ -345,6 +345,14 @@ def group_alive(pgid):
     return False
 
 
+def wait_gone(running, deadline, every=0.05):
+    """Wait until running() is false or time.monotonic() passes deadline; whether it is gone. A signal is sent, not
+    waited for: a stop returns once what it signalled is gone (its memory, its port, its GPU)."""
+    while running() and time.monotonic() < deadline:
+        time.sleep(every)
+    return not running()
+
+
 def signal_group(pgid, sig):
     try:
         os.killpg(pgid, sig)
@@ -789,9 +797,7 @@ class _Supervisor:
         # Leftover children of the task (same process group) go too.
         if group_alive(self.proc.pid):
             signal_group(self.proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + spec["stop_timeout"]
-            while group_alive(self.proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_gone(lambda: group_alive(self.proc.pid), time.monotonic() + spec["stop_timeout"], every=0.1)
             signal_group(self.proc.pid, signal.SIGKILL)
 
         if self.stop_reason is not None:
@@ -1017,18 +1023,12 @@ def stop_warm(task_dir, timeout=10.0):
     sup_pid, sup_starttime = record.get("supervisor_pid"), record.get("supervisor_starttime")
     if alive(sup_pid, sup_starttime):
         os.kill(sup_pid, signal.SIGTERM)  # it ends its Python and removes its files
-        deadline = time.monotonic() + timeout
-        while alive(sup_pid, sup_starttime) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if alive(sup_pid, sup_starttime):
+        if not wait_gone(lambda: alive(sup_pid, sup_starttime), time.monotonic() + timeout):
             os.kill(sup_pid, signal.SIGKILL)
     pid, pid_starttime = record.get("pid"), record.get("pid_starttime")
     if alive(pid, pid_starttime):
         signal_group(pid, signal.SIGKILL)
-        # A signal is sent, not waited for: the warm Python is gone (its memory, its GPU) when this returns.
-        deadline = time.monotonic() + timeout
-        while alive(pid, pid_starttime) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_gone(lambda: alive(pid, pid_starttime), time.monotonic() + timeout)
     remove(path)
     remove(os.path.join(os.path.dirname(path), WARM_SOCKET))
     return True
@@ -1046,13 +1046,11 @@ def stop(task_dir, timeout=15.0):
     deadline = time.monotonic() + timeout
     if alive(sup_pid, sup_starttime):
         os.kill(sup_pid, signal.SIGTERM)  # it stops the task and writes exit.json, or ends its announcement
-        while alive(sup_pid, sup_starttime) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_gone(lambda: alive(sup_pid, sup_starttime), deadline, every=0.1)
     if before["running"] and pid and group_alive(pid):
         # No supervisor left (or it did not manage): end the process group ourselves.
         signal_group(pid, signal.SIGTERM)
-        while group_alive(pid) and time.monotonic() < deadline + 5:
-            time.sleep(0.1)
+        wait_gone(lambda: group_alive(pid), deadline + 5, every=0.1)
         signal_group(pid, signal.SIGKILL)
     if alive(sup_pid, sup_starttime):
         os.kill(sup_pid, signal.SIGKILL)

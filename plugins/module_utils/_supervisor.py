@@ -25,6 +25,9 @@ running. Files in TASK_DIR:
   task.json       name, command, pids (with their kernel start times, to tell a pid
                   reused by another process), started_at
   exit.json       written when the task has ended: returncode, finished_at, reason
+  tmp/            the task's TMPDIR (unless its environment sets one), removed when it ends: a Python that leaves
+                  by os._exit or a kill skips the clean-up of its temporary files (TensorFlow writes one for each
+                  function it converts), which would otherwise pile up in the node's /tmp at every run
 
 Times are seconds since the epoch (UTC).
 
@@ -75,6 +78,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,6 +88,7 @@ import time
 LOG_NAME = "task.log"
 TASK_FILE = "task.json"
 EXIT_FILE = "exit.json"
+TMP_DIR = "tmp"
 PROG = "tfdist-supervise"
 # The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
 FINISHED = b"tfdist-finished"
@@ -132,6 +137,8 @@ def run():
         os.execvpe(command[0], command, env)
     os.environ.clear()
     os.environ.update(env)
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None  # the task's TMPDIR, not the one the imports may have fixed
     sys.argv = command[1:]
     sys.path[0] = os.path.dirname(os.path.realpath(command[1]))
     runpy.run_path(command[1], run_name="__main__")
@@ -799,6 +806,8 @@ class _Supervisor:
             signal_group(self.proc.pid, signal.SIGTERM)
             wait_gone(lambda: group_alive(self.proc.pid), time.monotonic() + spec["stop_timeout"], every=0.1)
             signal_group(self.proc.pid, signal.SIGKILL)
+        if spec.get("tmp"):
+            shutil.rmtree(spec["tmp"], ignore_errors=True)
 
         if self.stop_reason is not None:
             reason = self.stop_reason
@@ -875,15 +884,30 @@ def _daemonize_and_run(spec, env):
 # ---------------------------------------------------------------- what callers use
 
 
+def task_environment(task_dir, env=None, env_file=None):
+    """A task's environment but for the variables read from files: this process's, the task's own folder for
+    temporary files, then env, then env_file. The same for a task's warm start and its start (see warm())."""
+    task_env = dict(os.environ, TMPDIR=os.path.join(task_dir, TMP_DIR))
+    task_env.update({str(key): str(value) for key, value in (env or {}).items()})
+    try:
+        if env_file:
+            task_env.update(read_env_file(env_file))
+    except (OSError, ValueError) as e:
+        raise SupervisorError(str(e))
+    task_env.setdefault("PYTHONUNBUFFERED", "1")  # task.log shows Python output as it happens
+    return task_env
+
+
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
           gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
           announce_for=60.0, end_grace=None):
     """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
 
-    The task's environment is this process's, then env (values never written anywhere), then env_file,
-    then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from tf_config.json). announce_end: a port to announce the
-    end of the job on once the task has exited with code 0. end_grace: seconds the task goes on once the leader
-    announced that end (None: gone_grace). Raises SupervisorError when the task runs already or cannot be started.
+    The task's environment is this process's, then TMPDIR (the task's tmp folder, removed when it ends), then env
+    (values never written anywhere), then env_file, then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from
+    tf_config.json). announce_end: a port to announce the end of the job on once the task has exited with code 0.
+    end_grace: seconds the task goes on once the leader announced that end (None: gone_grace). Raises
+    SupervisorError when the task runs already or cannot be started.
     """
     if not command:
         raise SupervisorError("no command given (put it after --)")
@@ -898,17 +922,17 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     if current["supervisor_running"]:
         stop(task_dir)  # the last run's supervisor still announces its end, on the port this run needs
 
-    task_env = dict(os.environ)
-    task_env.update({str(key): str(value) for key, value in (env or {}).items()})
+    task_env = task_environment(task_dir, env, env_file)
     try:
-        if env_file:
-            task_env.update(read_env_file(env_file))
         for var, path in (env_from_files or {}).items():
             with open(path) as handle:
                 task_env[var] = handle.read().strip()
-    except (OSError, ValueError) as e:
+    except OSError as e:
         raise SupervisorError(str(e))
-    task_env.setdefault("PYTHONUNBUFFERED", "1")  # task.log shows Python output as it happens
+    own_tmp = task_env["TMPDIR"] == os.path.join(task_dir, TMP_DIR)
+    if own_tmp:  # emptied: what a killed run left there
+        shutil.rmtree(task_env["TMPDIR"], ignore_errors=True)
+        os.makedirs(task_env["TMPDIR"])
 
     # A fresh record: stale files from the previous run must not describe this one.
     for file_name in (EXIT_FILE, TASK_FILE, "task.pid", "supervisor.pid"):
@@ -918,7 +942,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
             "end_grace": None if end_grace is None else float(end_grace),
             "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
             "stop_timeout": float(stop_timeout), "announce_end": int(announce_end) if announce_end else None,
-            "announce_for": float(announce_for)}
+            "announce_for": float(announce_for), "tmp": task_env["TMPDIR"] if own_tmp else None}
     claimed = _claim_warm(spec, task_env, late=sorted(env_from_files or {}))
     return claimed if claimed is not None else _daemonize_and_run(spec, task_env)
 
@@ -936,14 +960,7 @@ def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, war
     os.makedirs(task_dir, exist_ok=True)
     task_dir = os.path.abspath(task_dir)
     stop_warm(task_dir)
-    warm_env = dict(os.environ)
-    warm_env.update({str(key): str(value) for key, value in (env or {}).items()})
-    try:
-        if env_file:
-            warm_env.update(read_env_file(env_file))
-    except (OSError, ValueError) as e:
-        raise SupervisorError(str(e))
-    warm_env.setdefault("PYTHONUNBUFFERED", "1")
+    warm_env = task_environment(task_dir, env, env_file)
     spec = {"dir": task_dir, "warm": {"python": os.path.abspath(python), "modules": list(modules),
                                       "for": float(warm_for), "host": host}}
     return _daemonize_and_run(spec, warm_env)

@@ -174,6 +174,37 @@ def test_env_file_and_env_from_file_reach_the_task(task_dir, tmp_path):
     assert 'fast=yes|x|{"task": {"type": "ps", "index": 0}}' in open(os.path.join(task_dir, "task.log")).read()
 
 
+# A Python that leaves by os._exit, as the training program does, skips the clean-up of its temporary files:
+# TensorFlow writes one for each function it converts, which piled up in the node's /tmp at every run.
+LEAVE_A_TEMPORARY_FILE = "import os, tempfile; print('made ' + tempfile.mkstemp()[1], flush=True); os._exit(0)"
+
+
+def made_file(task_dir):
+    log = open(os.path.join(task_dir, "task.log")).read()
+    return [line for line in log.splitlines() if line.startswith("made ")][0][len("made "):]
+
+
+def test_a_task_has_a_temporary_folder_of_its_own_that_goes_when_it_ends(task_dir):
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--", sys.executable, "-c", LEAVE_A_TEMPORARY_FILE)
+    assert wait_until(lambda: not status(task_dir)["running"])
+
+    made = made_file(task_dir)
+    assert os.path.dirname(made) == os.path.join(task_dir, "tmp")
+    assert not os.path.exists(made) and not os.path.exists(os.path.dirname(made))
+
+
+def test_a_temporary_folder_you_set_is_the_tasks_and_left_as_it_is(task_dir, tmp_path):
+    own = tmp_path / "own-tmp"
+    own.mkdir()
+    (tmp_path / "env").write_text("TMPDIR=%s\n" % own)
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--env-file", str(tmp_path / "env"), "--",
+              sys.executable, "-c", LEAVE_A_TEMPORARY_FILE)
+    assert wait_until(lambda: not status(task_dir)["running"])
+
+    made = made_file(task_dir)
+    assert os.path.dirname(made) == str(own) and os.path.exists(made)
+
+
 def test_status_of_an_empty_directory_says_not_started(tmp_path):
     st = status(str(tmp_path))
     assert st["running"] is False and st["reason"] == "not started"

@@ -18,7 +18,7 @@ import os, sys
 print("report " + __import__("json").dumps({
     "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "name": __name__,
     "tf_config": os.environ.get("TF_CONFIG"), "color": os.environ.get("COLOR"),
-    "warm_module_loaded": "decimal" in sys.modules}))
+    "warm_module_loaded": "decimal" in sys.modules, "tmp": __import__("tempfile").gettempdir()}))
 if len(sys.argv) > 2:
     raise RuntimeError(sys.argv[2])
 sys.exit(int(sys.argv[1]))
@@ -68,7 +68,7 @@ def test_a_warm_start_runs_the_script_in_the_python_that_imported_the_modules(jo
     seen, log = report(task_dir)
     assert seen == {"argv": [script, "3"], "cwd": task_dir, "path0": os.path.dirname(script), "name": "__main__",
                     "tf_config": '{"task": {"type": "chief", "index": 0}}', "color": "blue",
-                    "warm_module_loaded": True}
+                    "warm_module_loaded": True, "tmp": os.path.join(task_dir, "tmp")}
     assert "warm start: decimal imported since" in log and "task ended: returncode 3 (exited)" in log
     assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_FILE))
     assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_SOCKET))
@@ -137,12 +137,14 @@ def test_a_warm_task_is_stopped_like_a_cold_one(job, tmp_path):
 
 # ---------------------------------------------------------------- a warm host: one import for the tasks of a host
 
-MARKER = "import os\nPID = os.getpid()  # the process that imported it\n"
+# It also asks for the temporary folder, which tempfile keeps from then on (as a module of TensorFlow may).
+MARKER = "import os, tempfile\nPID = os.getpid()  # the process that imported it\nTMP = tempfile.gettempdir()\n"
 HOSTED_SCRIPT = """
-import json, os, signal, sys, time
+import json, os, signal, sys, tempfile, time
 marker = sys.modules.get("marker")
 print("report " + json.dumps({"imported_by": marker and marker.PID, "pid": os.getpid(), "task": os.environ["TFDIST_TASK"],
-                             "session": os.getsid(0), "group": os.getpgid(0)}), flush=True)
+                             "session": os.getsid(0), "group": os.getpgid(0), "tmp": tempfile.gettempdir()}),
+      flush=True)
 if sys.argv[1] == "raise":
     raise RuntimeError("bad data")
 if sys.argv[1] == "sleep":
@@ -198,6 +200,9 @@ def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted,
     # One import, by the host, for all three: each task ran in a fork of it, under its own environment.
     assert [seen["imported_by"] for seen in reports] == [host_pid] * 3
     assert [seen["task"] for seen in reports] == ["ps-0", "worker-0", "chief-0"]
+    # Each has its own temporary folder, though the host's import fixed another one, and it went with the task.
+    assert [seen["tmp"] for seen in reports] == [os.path.join(folder, "tmp") for folder in folders]
+    assert not any(os.path.exists(os.path.join(folder, "tmp")) for folder in folders)
     assert len({seen["pid"] for seen in reports}) == 3
     # Each task is a process group of its own (a stop signals the group), all in the host's one session: the
     # scheduler shares the CPU between sessions, and tasks in sessions of their own trained about 5 % slower.

@@ -12,7 +12,7 @@ import numpy as np
 from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
 from ansible_cli import REPO, start_playbook
 from docker_engine import chief_status, cluster_containers
-from processes import free_port_block, tf_processes
+from processes import alive, free_port_block, tf_processes
 
 
 def summary_of(name):
@@ -65,6 +65,40 @@ def test_killed_worker_process_is_restarted_on_local(cluster_name):
     assert [(loss["task"], loss["node_gone"]) for loss in restart["losses"]] == [("worker-1", False)]
     assert "killed by signal 9" in restart["losses"][0]["why"]
     assert restart["replaced"] == [] and restart["resumed_from"] == summary["initial_step"]
+    assert_model_predicts(cluster_name)
+    assert tf_processes(job_dir) == []
+
+
+def test_a_rerun_after_a_lost_controller_and_chief_starts_every_task_of_the_job_anew(cluster_name):
+    """The controller and the chief are lost together (a laptop gone to sleep, then a chief that crashes): nobody
+    watches, and the parameter server and workers wait for their chief (training_gone_grace, long here). A re-run
+    relaunches the chief, and every other task with it: a server of the last run would serve the new chief with
+    what that run left in it."""
+    base = free_port_block(4)
+    settings = (f"cluster_name={cluster_name}", f"tf_port_base={base}", "tf_train_steps=3000",
+                "training_gone_grace=300")
+    deploy = start_playbook("playbooks/deploy.yml", *settings)
+    job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
+    wait_until(deploy, lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 100, "step 100")
+    # The controller goes first (ansible-playbook and the workers it forked), then the chief.
+    for pid in tf_processes(f"ansible-playbook.*cluster_name={cluster_name} "):
+        os.kill(pid, signal.SIGKILL)
+    finish(deploy)
+    servers = ("ps-0", "worker-0", "worker-1")
+    last_run = dict((task, read_json(os.path.join(job_dir, "tasks", task, "task.json"))) for task in servers)
+    os.kill(read_json(os.path.join(job_dir, "tasks", "chief-0", "task.json"))["pid"], signal.SIGKILL)
+    lost = time.time()
+    assert all(alive(record["pid"]) for record in last_run.values()), "the servers should wait for their chief"
+
+    again = start_playbook("playbooks/deploy.yml", *settings)
+    out = finish(again)
+
+    assert again.returncode == 0, out[-5000:]
+    this_run = dict((task, read_json(os.path.join(job_dir, "tasks", task, "task.json"))) for task in servers)
+    assert all(this_run[task]["started_at"] > lost for task in servers), (last_run, this_run)
+    assert not any(alive(record["pid"]) for record in last_run.values())
+    summary = summary_of(cluster_name)
+    assert summary["steps"] == 3000 and summary["initial_step"] > 0, summary  # resumed from its checkpoint
     assert_model_predicts(cluster_name)
     assert tf_processes(job_dir) == []
 

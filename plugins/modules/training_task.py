@@ -99,6 +99,8 @@ options:
         they reach the task through the supervisor's environment, not through a file or its command line.
       - Ansible masks every occurrence of these values in the module's result, so a short value such as V(1)
         garbles it (pids, times); pass values that are not secret with O(env_file) or O(env_from_files).
+      - Unless set here or in O(env_file), C(TMPDIR) is the folder C(tmp) in the task's O(dir), removed when the
+        task ends (a Python that leaves by C(os._exit) leaves its temporary files behind).
     type: dict
     default: {}
   env_file:

@@ -816,9 +816,10 @@ class _Supervisor:
             reason, recorded = "killed by signal %d" % abs(returncode), returncode
         else:
             reason, recorded = "exited", returncode
+        # The log's last line before exit.json: whoever sees the task ended reads its whole log.
+        log_line(self.log, "task ended: returncode %s (%s)" % (recorded, reason))
         write_json(os.path.join(task_dir, EXIT_FILE),
                    {"returncode": recorded, "exit_status": returncode, "finished_at": now(), "reason": reason})
-        log_line(self.log, "task ended: returncode %s (%s)" % (recorded, reason))
         if spec["announce_end"] and reason == "exited" and recorded == 0:
             self.announce_end(spec["announce_end"], spec["announce_for"])
         return 0

@@ -885,10 +885,15 @@ def _daemonize_and_run(spec, env):
 # ---------------------------------------------------------------- what callers use
 
 
+def task_tmp(task_dir):
+    """The task's own folder for temporary files, its TMPDIR unless its environment sets one."""
+    return os.path.join(task_dir, TMP_DIR)
+
+
 def task_environment(task_dir, env=None, env_file=None):
     """A task's environment but for the variables read from files: this process's, the task's own folder for
     temporary files, then env, then env_file. The same for a task's warm start and its start (see warm())."""
-    task_env = dict(os.environ, TMPDIR=os.path.join(task_dir, TMP_DIR))
+    task_env = dict(os.environ, TMPDIR=task_tmp(task_dir))
     task_env.update({str(key): str(value) for key, value in (env or {}).items()})
     try:
         if env_file:
@@ -930,7 +935,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
                 task_env[var] = handle.read().strip()
     except OSError as e:
         raise SupervisorError(str(e))
-    own_tmp = task_env["TMPDIR"] == os.path.join(task_dir, TMP_DIR)
+    own_tmp = task_env["TMPDIR"] == task_tmp(task_dir)
     if own_tmp:  # emptied: what a killed run left there
         shutil.rmtree(task_env["TMPDIR"], ignore_errors=True)
         os.makedirs(task_env["TMPDIR"])

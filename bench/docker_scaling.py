@@ -8,9 +8,11 @@ For N in --sizes (default 2 4 8 16 32) nodes, in one run on this machine: a fres
 the job has finished), then the cluster is destroyed. It reports the configure time
 (command start to launch: provision + install + lay down), the whole deploy, the idempotent
 re-run as a fraction of the first run, and the growth against the smallest cluster. At 2 and 8
-nodes, the sizes the goal compares, the first deploy is timed --repeat times (default 3, a fresh
+nodes, the sizes the goal compares, the first deploy is timed --repeat times (default 5, a fresh
 cluster each, the repeats alternating between the two sizes) and the median counts: one deploy's configure time varies
-by more than the goal's margin. At 4 nodes (NOOP_GOAL_SIZE), the no-op re-run goal's size, the re-run is timed --repeat times too.
+by more than the goal's margin (those repeats train a tiny job, --large-steps: only the time to launch counts). At 4 nodes
+(NOOP_GOAL_SIZE), the no-op re-run goal's size, --repeat fresh clusters are deployed and re-run once each, in the same
+alternation, and the median of the re-run / first deploy ratios counts: a first deploy on this machine has taken 19 to 29 s.
 Clusters above --large nodes (default 8) train a tiny job: what grows there is Ansible's fan-out.
 At --rerun-size nodes (default 4) it also times a re-run with one setting changed (more steps), from the command's
 start to the new run's first step, against the floor: the deployed scripts started in their containers by hand
@@ -19,7 +21,7 @@ reports the CPU seconds spent before launch by the nodes (their containers' cgro
 (Ansible, ssh, the engine): where a larger cluster's configure time goes. At --floor-sizes (default 2 and 8) it also
 times the floor of that growth on this machine: the same cluster created, then one module run on each node and
 nothing else (bench/floor.yml).
-Writes bench/results/docker_scaling.json.
+Writes bench/results/docker_scaling.json and bench/results/docker_scaling.png (the times and CPU split per size).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
-from goals import goal, write  # noqa: E402
+from goals import RESULTS, goal, write  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
 
@@ -168,6 +170,15 @@ def first_deploy(cluster, extra):
     return started, first, launched, configure, cpu
 
 
+def noop_rerun(cluster, extra, changed):
+    """The same deploy again on the live cluster, nothing to change: its seconds; adds each host's changed count to
+    `changed` (a host that any re-run changed counts against the goal)."""
+    _started, seconds, output = playbook("deploy", cluster, *extra)
+    for host, count in RECAP_LINE.findall(output):
+        changed[host] = changed.get(host, 0) + int(count)
+    return seconds
+
+
 def cluster_shape(nodes):
     """The -e settings of a cluster of `nodes` nodes: 1 chief and nodes-1 workers, one TF task per container."""
     return ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}")
@@ -188,6 +199,41 @@ def playbook(name, cluster, *extra):
     return started, time.time() - started, run.stdout
 
 
+def plot(rows, path):
+    """Configure and re-run times per cluster size, with the 8/2 goal's line, beside the CPU spent before launch."""
+    import matplotlib  # noqa: PLC0415 - only needed here
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    sizes = [row["nodes"] for row in rows]
+    fig, (times, cpu) = plt.subplots(1, 2, figsize=(12, 4.5))
+    times.plot(sizes, [row["configure_s"] for row in rows], marker="o", label="configure (command start to launch)")
+    for row in rows:  # every timed first deploy, where the median of several counts
+        times.scatter([row["nodes"]] * len(row["configure_runs_s"]), row["configure_runs_s"], color="C0", alpha=0.3, s=12)
+    times.plot(sizes, [row["rerun_s"] for row in rows], marker="o", label="re-run that changes nothing")
+    floors = [row for row in rows if row["floor_s"]]
+    if floors:
+        times.plot([row["nodes"] for row in floors], [row["floor_s"] for row in floors], marker="s", linestyle="--",
+                   label="floor (created, one module run per node)")
+    by_size = {row["nodes"]: row for row in rows}
+    if 2 in by_size:
+        times.axhline(1.5 * by_size[2]["configure_s"], color="grey", linestyle=":", label="goal at 8 nodes: x1.5 of 2 nodes")
+    times.set(xlabel="nodes in the cluster", ylabel="seconds", title="Docker cluster: configure and re-run")
+    measured = [row for row in rows if row["configure_cpu"]["nodes_s"] is not None]
+    nodes_cpu = [row["configure_cpu"]["nodes_s"] for row in measured]
+    cpu.bar([str(row["nodes"]) for row in measured], nodes_cpu, label="nodes (their containers)")
+    cpu.bar([str(row["nodes"]) for row in measured], [row["configure_cpu"]["controller_s"] for row in measured],
+            bottom=nodes_cpu, label="controller, ssh and engine")
+    cpu.set(xlabel="nodes in the cluster", ylabel="CPU seconds", title="CPU before launch (first deploy)")
+    for axes in (times, cpu):
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32])
@@ -198,9 +244,9 @@ def main():
     parser.add_argument("--floor-sizes", type=int, nargs="*", default=[2, 8],
                         help="sizes whose floor is also timed: the cluster created, then one module run on each node "
                              "(bench/floor.yml), the least a deploy does")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="first deploys timed at the sizes the 8/2 goal compares, and no-op re-runs at the no-op goal's size; "
-                             "the median counts")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="fresh clusters timed at the sizes the 8/2 goal compares, and deployed then re-run at the no-op "
+                             "goal's size; the median counts")
     parser.add_argument("--rerun-size", type=int, default=4,
                         help="the cluster size whose re-run with more steps is timed against the scripts started by hand")
     args = parser.parse_args()
@@ -215,15 +261,8 @@ def main():
         shape = cluster_shape(nodes)
         extra = shape + (f"tf_train_steps={steps}",)
         started, first, launched, configure, cpu = first_deploy(cluster, extra)
-        # The no-op re-run the goal compares (at NOOP_GOAL_SIZE nodes) is timed --repeat times and the median counts:
-        # a run of a few seconds moves by more than the goal's margin. A host changed by any of them counts.
-        agains, changed = [], {}
-        for _run in range(args.repeat if nodes == NOOP_GOAL_SIZE else 1):
-            _started, seconds, output = playbook("deploy", cluster, *extra)
-            agains.append(seconds)
-            for host, count in RECAP_LINE.findall(output):
-                changed[host] = changed.get(host, 0) + int(count)
-        again = statistics.median(agains)
+        changed = {}
+        again = noop_rerun(cluster, extra, changed)
         changed_rerun = None
         if nodes == args.rerun_size:
             # The cluster's tasks, one per container, in the training role's launch order (servers first).
@@ -246,13 +285,13 @@ def main():
             print(f"{nodes} nodes: floor (created, then one module run on each node) {floor:.1f}s", flush=True)
         rows.append({"nodes": nodes, "steps": steps, "configure_s": round(launched, 2),
                      "configure_runs_s": [round(launched, 2)], "provision_install_s": round(configure, 1),
-                     "deploy_s": round(first, 1), "rerun_s": round(again, 1), "rerun_runs_s": [round(run, 1) for run in agains],
-                     "rerun_fraction": round(again / first, 2),
+                     "deploy_s": round(first, 1), "deploy_runs_s": [round(first, 1)],
+                     "rerun_s": round(again, 1), "rerun_runs_s": [round(again, 1)],
+                     "rerun_fraction": round(again / first, 2), "rerun_fractions": [round(again / first, 3)],
                      "rerun_changed": changed, "changed_rerun": changed_rerun,
                      "configure_cpu": cpu, "floor_s": None if floor is None else round(floor, 1)})
-        runs = f" (the median of {', '.join(f'{run:.1f}' for run in agains)})" if len(agains) > 1 else ""
         print(f"{nodes} nodes: configure {launched:.1f}s (provision+install {configure:.1f}s), "
-              f"deploy {first:.1f}s, idempotent re-run {again:.1f}s{runs} = {again / first:.2f} of the first, "
+              f"deploy {first:.1f}s, idempotent re-run {again:.1f}s = {again / first:.2f} of the first, "
               f"changed on {sum(1 for count in changed.values() if count)} of {len(changed)} hosts", flush=True)
         print(f"  CPU before launch: {cpu['machine_s']}s on {os.cpu_count()} cores ({cpu['busy']:.0%} busy): "
               f"nodes {cpu['nodes_s'] if cpu['nodes_s'] is not None else '?'}s, "
@@ -261,17 +300,34 @@ def main():
     # The 8/2 goal compares two sizes of one run: their first deploys are timed --repeat times (fresh clusters each
     # time) and the median counts, as one deploy's configure time varies by more than the goal's margin. The repeats
     # alternate between the two sizes, so that a change in the machine's speed during the run weighs on both alike.
-    goal_rows = [row for row in rows if row["nodes"] in GOAL_SIZES]
+    # The no-op goal's size takes part in the same alternation: each fresh cluster re-run once, its ratio against its own
+    # first deploy (with the same job: the first deploy's length is the goal's denominator).
+    goal_rows = [row for row in rows if row["nodes"] in GOAL_SIZES or row["nodes"] == NOOP_GOAL_SIZE]
     for _repeat in range(args.repeat - 1):
         for row in goal_rows:
             cluster = f"bench-{row['nodes']}"
-            extra = cluster_shape(row["nodes"]) + (f"tf_train_steps={row['steps']}",)
-            row["configure_runs_s"].append(round(first_deploy(cluster, extra)[2], 2))
+            noop = row["nodes"] == NOOP_GOAL_SIZE
+            steps = row["steps"] if noop else min(row["steps"], args.large_steps)
+            extra = cluster_shape(row["nodes"]) + (f"tf_train_steps={steps}",)
+            _started, first, launched, _configure, _cpu = first_deploy(cluster, extra)
+            row["configure_runs_s"].append(round(launched, 2))
+            if noop:
+                again = noop_rerun(cluster, extra, row["rerun_changed"])
+                row["deploy_runs_s"].append(round(first, 1))
+                row["rerun_runs_s"].append(round(again, 1))
+                row["rerun_fractions"].append(round(again / first, 3))
             playbook("destroy", cluster)
     for row in goal_rows:
         row["configure_s"] = round(statistics.median(row["configure_runs_s"]), 2)
         print(f"{row['nodes']} nodes: configure {row['configure_s']:.1f}s, the median of "
               f"{', '.join(f'{run:.1f}' for run in row['configure_runs_s'])}", flush=True)
+        if row["nodes"] == NOOP_GOAL_SIZE:
+            row["rerun_fraction"] = round(statistics.median(row["rerun_fractions"]), 3)
+            row["rerun_s"] = round(statistics.median(row["rerun_runs_s"]), 1)
+            row["deploy_s"] = round(statistics.median(row["deploy_runs_s"]), 1)
+            pairs = ", ".join(f"{again:.1f}s / {first:.1f}s" for again, first in zip(row["rerun_runs_s"], row["deploy_runs_s"]))
+            print(f"{row['nodes']} nodes: re-run that changes nothing / first deploy {row['rerun_fraction']:.2f}, "
+                  f"the median of {pairs}", flush=True)
 
     base = rows[0]
     for row in rows:
@@ -284,7 +340,7 @@ def main():
     if NOOP_GOAL_SIZE in by_size:
         noop = by_size[NOOP_GOAL_SIZE]
         goals.append(goal(f"docker {NOOP_GOAL_SIZE} nodes, re-run that changes nothing / first deploy "
-                          f"(median of {len(noop['rerun_runs_s'])} re-runs)", noop["rerun_fraction"], 0.15))
+                          f"(median of {len(noop['rerun_fractions'])} fresh clusters)", noop["rerun_fraction"], 0.15))
         changed_hosts = sum(1 for count in noop["rerun_changed"].values() if count)
         goals.append(goal(f"docker {NOOP_GOAL_SIZE} nodes, hosts the re-run changed", changed_hosts, 0))
     if 2 in by_size and 8 in by_size:
@@ -317,6 +373,8 @@ def main():
         print(f"report: CPU before launch per node added ({base['nodes']} -> {row['nodes']} nodes): nodes {nodes_each}, "
               f"controller, ssh and engine {(after['controller_s'] - before['controller_s']) / added:.2f}s", flush=True)
     write("docker_scaling", {"steps": args.steps, "cpus": os.cpu_count(), "rows": rows, "goals": goals})
+    plot(rows, os.path.join(RESULTS, "docker_scaling.png"))
+    print("written: bench/results/docker_scaling.png")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ bench/results/cloud_scale.json and bench/results/cloud_scale.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -30,11 +29,12 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-RESULTS = os.path.join(REPO, "bench", "results")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))  # the emulator lives with the tests
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
 from emulators.ec2 import ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
+from goals import RESULTS, save_figure, two_panels, write  # noqa: E402
 
 PHASES = ("plan", "create", "inventory", "cached", "destroy")
 SIZE = "t2.micro"
@@ -139,25 +139,15 @@ def print_row(row, base):
 
 
 def plot(rows, startup, path):
-    import matplotlib  # noqa: PLC0415 - only needed here
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
     sizes = [row["nodes"] for row in rows]
-    fig, (times, calls) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (times, calls) = two_panels()
     for phase in PHASES:
         times.plot(sizes, [row["phases"][phase]["seconds"] for row in rows], marker="o", label=phase)
         calls.plot(sizes, [row["phases"][phase]["total_calls"] for row in rows], marker="o", label=phase)
     times.axhline(startup, color="grey", linestyle=":", label="ansible startup")
     times.set(xlabel="nodes in the cluster", ylabel="wall time (s)", title="Time per phase (emulated EC2)")
     calls.set(xlabel="nodes in the cluster", ylabel="EC2 API calls", title="API calls per phase")
-    for axes in (times, calls):
-        axes.grid(True, alpha=0.3)
-        axes.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def code_under_test():
@@ -199,11 +189,8 @@ def main():
                 if base["phases"][phase]["seconds"] else None
             item["calls_growth"] = round(item["total_calls"] / base["phases"][phase]["total_calls"], 2) \
                 if base["phases"][phase]["total_calls"] else None
-    os.makedirs(RESULTS, exist_ok=True)
-    result = {"sizes": args.sizes, "cpus": os.cpu_count(), "instance_type": SIZE, "startup_s": startup,
-              "code": code, "rows": rows}
-    with open(os.path.join(RESULTS, "cloud_scale.json"), "w") as handle:
-        json.dump(result, handle, indent=2)
+    write("cloud_scale", {"sizes": args.sizes, "cpus": os.cpu_count(), "instance_type": SIZE, "startup_s": startup,
+                          "code": code, "rows": rows})
     plot(rows, startup, os.path.join(RESULTS, "cloud_scale.png"))
 
     last = rows[-1]
@@ -212,7 +199,7 @@ def main():
           f"{base['phases']['inventory']['total_calls']} -> {last['phases']['inventory']['total_calls']}, "
           f"cached inventory calls {last['phases']['cached']['total_calls']}, create calls "
           f"{base['phases']['create']['total_calls']} -> {last['phases']['create']['total_calls']}")
-    print("written: bench/results/cloud_scale.json, bench/results/cloud_scale.png")
+    print("written: bench/results/cloud_scale.png")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
-from goals import RESULTS, goal, write  # noqa: E402
+from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
 
@@ -201,13 +201,8 @@ def playbook(name, cluster, *extra):
 
 def plot(rows, path):
     """Configure and re-run times per cluster size, with the 8/2 goal's line, beside the CPU spent before launch."""
-    import matplotlib  # noqa: PLC0415 - only needed here
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
     sizes = [row["nodes"] for row in rows]
-    fig, (times, cpu) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (times, cpu) = two_panels()
     times.plot(sizes, [row["configure_s"] for row in rows], marker="o", label="configure (command start to launch)")
     for row in rows:  # every timed first deploy, where the median of several counts
         times.scatter([row["nodes"]] * len(row["configure_runs_s"]), row["configure_runs_s"], color="C0", alpha=0.3, s=12)
@@ -226,12 +221,7 @@ def plot(rows, path):
     cpu.bar([str(row["nodes"]) for row in measured], [row["configure_cpu"]["controller_s"] for row in measured],
             bottom=nodes_cpu, label="controller, ssh and engine")
     cpu.set(xlabel="nodes in the cluster", ylabel="CPU seconds", title="CPU before launch (first deploy)")
-    for axes in (times, cpu):
-        axes.grid(True, alpha=0.3)
-        axes.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():

@@ -1,6 +1,7 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""The speed goals the benches check: each printed with PASS or FAIL, and kept for bench/results/*.json."""
+"""What the benches share: the speed goals they check, each printed with PASS or FAIL, kept for bench/results/*.json,
+and the pictures they draw there."""
 
 from __future__ import annotations
 
@@ -25,3 +26,25 @@ def write(bench, report):
         json.dump(report, handle, indent=2)
     print(f"written: bench/results/{bench}.json")
     return path
+
+
+def two_panels():
+    """A figure of two panels side by side, drawn without a display (matplotlib's Agg backend): (figure, (left, right))."""
+    import matplotlib  # noqa: PLC0415 - only the benches that draw need it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    return plt.subplots(1, 2, figsize=(12, 4.5))
+
+
+def save_figure(figure, path):
+    """Every panel with its grid and legend; the figure written to path and closed."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    for axes in figure.axes:
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

@@ -84,7 +84,9 @@ def by_hand_round(job_dir, python):
             log = open(os.path.join(task_dir, "task.log"), "w")
             procs.append((name, subprocess.Popen(
                 [python, os.path.join(src, "train.py"), "--work_dir", work_dir, "--task_dir", task_dir],
-                env=dict(os.environ, TF_CONFIG=tf_config), stdout=log, stderr=subprocess.STDOUT)))
+                # TMPDIR in the task's folder, as the supervisor gives a deployed task: TensorFlow's autograph files,
+                # which a program leaving by os._exit does not remove, go with the job folder.
+                env=dict(os.environ, TF_CONFIG=tf_config, TMPDIR=task_dir), stdout=log, stderr=subprocess.STDOUT)))
         chief = dict(procs)["chief-0"]
         if chief.wait(timeout=900) != 0:
             sys.exit("hand-started chief failed, see " + os.path.join(work_dir, "tasks", "chief-0", "task.log"))

@@ -41,8 +41,12 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
         assert list(container.attrs["NetworkSettings"]["Networks"]) == [f"tfdist-{name}"]
         assert not container.attrs["HostConfig"]["PortBindings"]
         assert not any(container.attrs["NetworkSettings"]["Ports"].values())
+    # The cluster's own key pair, in a folder only the controller's user can open.
     key = os.path.join(REPO, ".cache", "keys", name)
+    assert stat.S_IMODE(os.stat(os.path.dirname(key)).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    with open(key + ".pub") as handle:
+        assert handle.read().split()[::2] == ["ssh-ed25519", f"tfdist-{name}"]
 
     graph = run_inventory("--graph", check=True).stdout
     for role in ("chief", "worker", "ps"):

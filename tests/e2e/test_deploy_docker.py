@@ -3,6 +3,7 @@
 import calendar
 import json
 import os
+import re
 import stat
 import time
 
@@ -76,6 +77,10 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
     assert engine.networks.list(names=[f"tfdist-{name}"]) == []
     assert not os.path.exists(key) and not os.path.exists(key + ".pub")
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml"))
+    # A second destroy finds nothing to remove, and says so.
+    again = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}")
+    assert again.returncode == 0, tail(again)
+    assert re.search(r"^localhost\s+: ok=\d+\s+changed=0\s", again.stdout, re.MULTILINE), tail(again)
 
 
 def test_lost_worker_container_is_tolerated_and_reported(engine, docker_cluster):

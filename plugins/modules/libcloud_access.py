@@ -148,22 +148,23 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 )
 
 
-def main():
-    argument_spec = dict(
-        connection_argument_spec(),
-        cluster=dict(type='str', required=True),
-        state=dict(type='str', default='present', choices=['present', 'absent']),
-        public_key=dict(type='str', no_log=False),
-        ssh_from=dict(type='list', elements='str', default=[]),
-        internal_ports=dict(type='list', elements='str', default=[]),
-        public_ports=dict(type='list', elements='str', default=[]),
-        ssh_user=dict(type='str', default='root'),
-        options=dict(type='dict', default={}),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           required_if=[('state', 'present', ['public_key'])])
-    if not HAS_LIBCLOUD:
-        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+ARGUMENT_SPEC = dict(
+    connection_argument_spec(),
+    cluster=dict(type='str', required=True),
+    state=dict(type='str', default='present', choices=['present', 'absent']),
+    public_key=dict(type='str', no_log=False),
+    ssh_from=dict(type='list', elements='str', default=[]),
+    internal_ports=dict(type='list', elements='str', default=[]),
+    public_ports=dict(type='list', elements='str', default=[]),
+    ssh_user=dict(type='str', default='root'),
+    options=dict(type='dict', default={}),
+)
+REQUIRED_IF = [('state', 'present', ['public_key'])]
+
+
+def run_module(module):
+    """The module's work, on what it uses of AnsibleModule (params, check_mode, exit_json, fail_json): the module's
+    process, or the controller's own where the action runs it (plugins/action/libcloud_access.py)."""
     params = module.params
     try:
         validate_cluster_name(params['cluster'])
@@ -182,6 +183,13 @@ def main():
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
     module.exit_json(changed=bool(access.changes), access=facts, changes=access.changes)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, required_if=REQUIRED_IF)
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+    run_module(module)
 
 
 if __name__ == '__main__':

@@ -157,16 +157,17 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 )
 
 
-def main():
-    argument_spec = dict(
-        connection_argument_spec(),
-        clusters=dict(type='list', elements='str', default=[]),
-        known_clusters=dict(type='list', elements='str'),
-        options=dict(type='dict', default={}),
-    )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_LIBCLOUD:
-        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+ARGUMENT_SPEC = dict(
+    connection_argument_spec(),
+    clusters=dict(type='list', elements='str', default=[]),
+    known_clusters=dict(type='list', elements='str'),
+    options=dict(type='dict', default={}),
+)
+
+
+def run_module(module):
+    """The module's work, on what it uses of AnsibleModule (params, exit_json, fail_json): the module's process, or
+    the controller's own where the action runs it (plugins/action/libcloud_audit.py)."""
     params = module.params
     try:
         for n, cluster in enumerate(params['clusters']):
@@ -178,7 +179,7 @@ def main():
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
     known = params['known_clusters']
-    result = dict(
+    module.exit_json(
         changed=False,
         resources=[to_dict(r, known) for r in found],
         clusters=sorted(set(r.cluster for r in found)),
@@ -186,7 +187,13 @@ def main():
         report=report(found, known),
         unchecked=unchecked,
     )
-    module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if not HAS_LIBCLOUD:
+        module.fail_json(msg=missing_required_lib('apache-libcloud'), exception=LIBCLOUD_IMPORT_ERROR)
+    run_module(module)
 
 
 if __name__ == '__main__':

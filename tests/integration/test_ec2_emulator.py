@@ -217,3 +217,83 @@ def test_the_controller_plans_in_its_own_process_as_the_module_does(ec2_emulator
         n["name"] for n in module["nodes"])
     assert {key: here[key] for key in ("plan", "cost", "settled", "created")} == {
         key: module[key] for key in ("plan", "cost", "settled", "created")}
+
+
+ACCESS_AND_AUDIT_HERE_AND_IN_A_MODULE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  module_defaults:
+    group/tfdist.cluster.libcloud: {connection}
+  tasks:
+    - name: Key pair and firewall in the controller's own process
+      tfdist.cluster.libcloud_access:
+        cluster: {cluster}
+        public_key: "{public_key}"
+        ssh_from: [203.0.113.7/32]
+        internal_ports: ["2222"]
+      register: access
+    - name: Audit in the controller's own process
+      tfdist.cluster.libcloud_audit:
+        clusters: [{cluster}]
+      register: here
+    - name: Audit in a module run (an environment of the task's own sends it there)
+      tfdist.cluster.libcloud_audit:
+        clusters: [{cluster}]
+      environment: {{TFDIST_AUDIT: module}}
+      register: module
+    - name: A key pair asked for with no key, named by the module's own check
+      tfdist.cluster.libcloud_access:
+        cluster: {cluster}
+        ssh_from: [203.0.113.7/32]
+      register: no_key
+      ignore_errors: true
+    - name: Key pair and firewall removed in the controller's own process
+      tfdist.cluster.libcloud_access:
+        cluster: {cluster}
+        state: absent
+      register: removed
+    - ansible.builtin.copy:
+        content: "{{{{ {{'access': access, 'here': here, 'module': module, 'no_key': no_key, 'removed': removed}} | to_json }}}}"
+        dest: "{out}"
+        mode: "0600"
+"""
+
+
+def test_the_controller_makes_access_and_audits_in_its_own_process_as_the_module_does(ec2_emulator, cluster, tmp_path):
+    secret = "not-in-any-result-%s" % uuid.uuid4().hex[:6]
+    connection = {"provider": "ec2", "region": ec2_emulator.region, "driver_options": ec2_emulator.driver_options,
+                  "credentials": {"access_key": "testing", "secret_key": secret}}
+    public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHf2wHPeYp7WLEQ5M0vRk1y8j3N3pL0y8KxjJxv3eC1d tfdist-%s" % cluster
+    playbook = tmp_path / "access.yml"
+    out = tmp_path / "results.json"
+    playbook.write_text(ACCESS_AND_AUDIT_HERE_AND_IN_A_MODULE.format(
+        connection=json.dumps(connection), cluster=cluster, public_key=public_key, out=out))
+    run = ansible_cli.run("ansible-playbook", str(playbook), "-i", "localhost,", "-vvv",
+                          "-e", "ansible_python_interpreter=%s" % sys.executable,
+                          env=cli_settings(ec2_emulator, ANSIBLE_INVENTORY_ENABLED="host_list"))
+    assert run.returncode == 0, run.stdout[-4000:]
+    module_runs = [line.split("/")[-1] for line in run.stdout.splitlines() if "Using module file" in line
+                   and ("libcloud_access" in line or "libcloud_audit" in line)]
+    # The audit sent to a module, and the access with no key: its required_if is the module's to name.
+    assert module_runs == ["libcloud_audit.py", "libcloud_access.py"], module_runs
+    results = json.loads(out.read_text())
+    assert secret not in out.read_text() and secret not in run.stdout
+
+    access = results["access"]
+    assert access["changed"] is True and "key pair tfdist-%s" % cluster in access["changes"], access
+    here, module = results["here"], results["module"]
+    assert not here.get("failed") and here["resources"], here
+    assert {key: here[key] for key in ("resources", "clusters", "report", "unchecked")} == {
+        key: module[key] for key in ("resources", "clusters", "report", "unchecked")}
+    assert sorted(r["description"].split(" (")[0] for r in here["resources"]) == [
+        "key pair tfdist-%s" % cluster, "security group tfdist-%s" % cluster]
+
+    no_key = results["no_key"]
+    assert no_key["failed"] is True and "public_key" in no_key["msg"], no_key
+
+    assert results["removed"]["changed"] is True
+    ec2 = ec2_emulator.boto3_client()
+    assert ec2.describe_key_pairs(Filters=[{"Name": "key-name", "Values": ["tfdist-%s" % cluster]}])["KeyPairs"] == []
+    groups = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["tfdist-%s" % cluster]}])
+    assert groups["SecurityGroups"] == []

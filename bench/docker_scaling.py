@@ -19,7 +19,7 @@ start to the new run's first step, against the floor: the deployed scripts start
 (`docker exec`, no Ansible, no supervisor). Every node shares this machine's cores with the controller, so it also
 reports the CPU seconds spent before launch by the nodes (their containers' cgroups) and by the rest of the machine
 (Ansible, ssh, the engine): where a larger cluster's configure time goes. At --floor-sizes (default 2 and 8) it also
-times the floor of that growth on this machine: the same cluster created, then one module run on each node and
+times the floor of that growth on this machine: the same cluster created, then one command over SSH on each node and
 nothing else (bench/floor.yml).
 Writes bench/results/docker_scaling.json and bench/results/docker_scaling.png (the times and CPU split per size).
 """
@@ -210,7 +210,7 @@ def plot(rows, path):
     floors = [row for row in rows if row["floor_s"]]
     if floors:
         times.plot([row["nodes"] for row in floors], [row["floor_s"] for row in floors], marker="s", linestyle="--",
-                   label="floor (created, one module run per node)")
+                   label="floor (created, one SSH command per node)")
     by_size = {row["nodes"]: row for row in rows}
     if 2 in by_size:
         times.axhline(1.5 * by_size[2]["configure_s"], color="grey", linestyle=":", label="goal at 8 nodes: x1.5 of 2 nodes")
@@ -232,7 +232,7 @@ def main():
                         help="clusters above this many nodes run a tiny job (--large-steps): the point is the fan-out")
     parser.add_argument("--large-steps", type=int, default=20)
     parser.add_argument("--floor-sizes", type=int, nargs="*", default=[2, 8],
-                        help="sizes whose floor is also timed: the cluster created, then one module run on each node "
+                        help="sizes whose floor is also timed: the cluster created, then one SSH command on each node "
                              "(bench/floor.yml), the least a deploy does")
     parser.add_argument("--repeat", type=int, default=5,
                         help="fresh clusters timed at the sizes the 8/2 goal compares, and deployed then re-run at the no-op "
@@ -272,7 +272,7 @@ def main():
             playbook("destroy", floor_cluster)
             floor = playbook("bench/floor.yml", floor_cluster, *shape)[1]
             playbook("destroy", floor_cluster)
-            print(f"{nodes} nodes: floor (created, then one module run on each node) {floor:.1f}s", flush=True)
+            print(f"{nodes} nodes: floor (created, then one SSH command on each node) {floor:.1f}s", flush=True)
         rows.append({"nodes": nodes, "steps": steps, "configure_s": round(launched, 2),
                      "configure_runs_s": [round(launched, 2)], "provision_install_s": round(configure, 1),
                      "deploy_s": round(first, 1), "deploy_runs_s": [round(first, 1)],
@@ -341,9 +341,9 @@ def main():
         constant = by_size[2]["configure_s"] - 2 * per_node
         print(f"report: docker configure ~ {constant:.1f}s + {per_node:.2f}s per node (2 -> 8 nodes); x1.5 needs at most "
               f"{constant / 10:.2f}s per node", flush=True)
-        # What no deploy can beat on this machine: the same growth with one module run per node and nothing else.
+        # What no deploy can beat on this machine: the same growth with one SSH command per node and nothing else.
         if by_size[2]["floor_s"] and by_size[8]["floor_s"]:
-            print(f"report: docker floor (created, one module run per node), 8 nodes / 2 nodes: "
+            print(f"report: docker floor (created, one SSH command per node), 8 nodes / 2 nodes: "
                   f"x{by_size[8]['floor_s'] / by_size[2]['floor_s']:.2f} ({by_size[8]['floor_s']}s / {by_size[2]['floor_s']}s)",
                   flush=True)
     if by_size.get(args.rerun_size, {}).get("changed_rerun"):

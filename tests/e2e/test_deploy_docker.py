@@ -71,12 +71,21 @@ def test_docker_cluster_trains_over_ssh_and_destroy_leaves_nothing(engine, docke
             ["sh", "-c", f"ls /tmp | grep autograph; ls -d /var/lib/tfdist/{name}/tasks/*/tmp 2>/dev/null"])
         assert leftovers.output.decode() == "", (container.name, leftovers.output.decode())
 
+    # --check names the controller's files a destroy would remove, and removes nothing.
+    inventory_source = os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml")
+    checked = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}", args=("--check", "-v"))
+    assert checked.returncode == 0, tail(checked)
+    for path in (inventory_source, key, key + ".pub"):
+        assert f"would remove {path}\n" in checked.stdout, tail(checked)
+        assert os.path.exists(path), path
+    assert len(cluster_containers(engine, name)) == 4
+
     gone = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}")
     assert gone.returncode == 0, tail(gone)
     assert cluster_containers(engine, name) == []
     assert engine.networks.list(names=[f"tfdist-{name}"]) == []
     assert not os.path.exists(key) and not os.path.exists(key + ".pub")
-    assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml"))
+    assert not os.path.exists(inventory_source)
     # A second destroy finds nothing to remove, and says so.
     again = run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={name}")
     assert again.returncode == 0, tail(again)

@@ -28,3 +28,13 @@ attributes:
     support: full
     platforms: posix
 '''
+
+    # Actions that run their module's code in the controller's own process there (plugin_utils/_controller.py,
+    # RunsHere): with tfdist.cluster.attributes.action.
+    ACTION_HERE = r'''
+attributes:
+  action:
+    details:
+      - On the controller (connection local, with the controller's own Python and no environment of the task's own),
+        the action runs the module's code in its own process, with no module run; elsewhere it runs the module.
+'''

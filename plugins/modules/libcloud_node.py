@@ -22,12 +22,9 @@ author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
   - tfdist.cluster.attributes.action
+  - tfdist.cluster.attributes.action_here
   - tfdist.cluster.libcloud
 attributes:
-  action:
-    details:
-      - On the controller (connection local, with the controller's own Python and no environment of the task's own),
-        the action runs the module's code in its own process, with no module run; elsewhere it runs the module.
   check_mode:
     support: full
     details: Computes the plan (returned as RV(plan)), resolving sizes and images, and changes nothing.

@@ -20,20 +20,22 @@ start to the new run's first step, against the floor: the deployed scripts start
 reports the CPU seconds spent before launch by the nodes (their containers' cgroups) and by the rest of the machine
 (Ansible, ssh, the engine): where a larger cluster's configure time goes. At --floor-sizes (default 2 and 8) it also
 times the floor of that growth on this machine: the same cluster created, then one command over SSH on each node and
-nothing else (bench/floor.yml).
+nothing else (bench/floor.yml). And where an added node's time goes: one more fresh deploy at each of the 8/2 goal's sizes,
+timed task by task up to its launch (bench/callback_plugins/task_cpu.py: wall time, the nodes' CPU and the rest's), and
+the tasks that grew most per node added.
 Writes bench/results/docker_scaling.json and bench/results/docker_scaling.png (the times and CPU split per size).
 """
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import re
 import shlex
 import statistics
 import subprocess
-import glob
 import sys
 import threading
 import time
@@ -43,6 +45,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
+from cpu_seconds import containers_cpu_s, machine_cpu_s  # noqa: E402
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
@@ -52,39 +55,6 @@ GOAL_SIZES = (2, 8)
 NOOP_GOAL_SIZE = 4
 # A host's line of the PLAY RECAP: its name and its changed count.
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.MULTILINE)
-
-
-# The containers' CPU accounting: cgroup v1 (cpuacct.usage, ns) and cgroup v2 (cpu.stat usage_usec), either driver.
-CGROUP_V1 = ("/sys/fs/cgroup/cpuacct/docker/*/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/docker/*/cpuacct.usage")
-CGROUP_V2 = ("/sys/fs/cgroup/system.slice/docker-*.scope/cpu.stat", "/sys/fs/cgroup/docker/*/cpu.stat")
-
-
-def machine_cpu_s():
-    """CPU seconds this machine has been busy (every core, /proc/stat without idle and iowait)."""
-    with open("/proc/stat") as handle:
-        fields = [int(value) for value in handle.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def containers_cpu_s():
-    """CPU seconds used by the running containers, or None where their cgroups cannot be read."""
-    total, found = 0.0, False
-    for path in (p for pattern in CGROUP_V1 for p in glob.glob(pattern)):
-        try:
-            with open(path) as handle:
-                total += int(handle.read()) / 1e9
-            found = True
-        except (OSError, ValueError):
-            pass  # a container that just went away
-    for path in (p for pattern in CGROUP_V2 for p in glob.glob(pattern)):
-        try:
-            with open(path) as handle:
-                usage = dict(line.split() for line in handle)
-            total += int(usage["usage_usec"]) / 1e6
-            found = True
-        except (OSError, ValueError, KeyError):
-            pass
-    return total if found else None
 
 
 class CpuSampler(threading.Thread):
@@ -170,6 +140,46 @@ def first_deploy(cluster, extra):
     return started, first, launched, configure, cpu
 
 
+def profiled_deploy(cluster, extra):
+    """A first deploy of cluster, task by task up to its launch (bench/callback_plugins/task_cpu.py, with the callbacks
+    ansible.cfg enables): {task name: {wall_s, machine_cpu_s, nodes_cpu_s}}, a task that ran more than once summed."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(REPO, "ansible.cfg"))
+    enabled = [name.strip() for name in config.get("defaults", "callbacks_enabled", fallback="").split(",") if name.strip()]
+    out = os.path.join(RESULTS, f"task_cpu-{cluster}.json")
+    started = playbook("deploy", cluster, *extra, env={
+        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "bench", "callback_plugins"),
+        "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled + ["task_cpu"]), "TFDIST_TASK_CPU_OUT": out})[0]
+    with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
+        summary = json.load(handle)
+    launched = float(summary["first_step_at"]) - summary["seconds"]["launch_to_first_step"]
+    with open(out) as handle:
+        tasks = json.load(handle)
+    os.remove(out)
+    before = {}
+    for task in tasks:
+        if started <= task["started"] < launched:
+            row = before.setdefault(task["task"], {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
+            for key in row:
+                row[key] += task[key]
+    return before
+
+
+def where_nodes_go(small, large, added, top=6):
+    """The tasks whose time grew most from one profiled deploy to the other (profiled_deploy's), per node added:
+    [{task, wall_s, nodes_cpu_s, rest_cpu_s}], the largest first, then their sum over every task as "all tasks"."""
+    growth = []
+    for name in list(large) + [name for name in small if name not in large]:
+        a = small.get(name, {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
+        b = large.get(name, {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
+        growth.append({"task": name, "wall_s": round((b["wall_s"] - a["wall_s"]) / added, 3),
+                       "nodes_cpu_s": round((b["nodes_cpu_s"] - a["nodes_cpu_s"]) / added, 3),
+                       "rest_cpu_s": round((b["machine_cpu_s"] - b["nodes_cpu_s"] - a["machine_cpu_s"] + a["nodes_cpu_s"])
+                                           / added, 3)})
+    total = {key: round(sum(row[key] for row in growth), 3) for key in ("wall_s", "nodes_cpu_s", "rest_cpu_s")}
+    return sorted(growth, key=lambda row: -row["wall_s"])[:top] + [dict(task="all tasks", **total)]
+
+
 def noop_rerun(cluster, extra, changed):
     """The same deploy again on the live cluster, nothing to change: its seconds; adds each host's changed count to
     `changed` (a host that any re-run changed counts against the goal)."""
@@ -184,14 +194,16 @@ def cluster_shape(nodes):
     return ("tf_strategy=multi_worker_mirrored", f"tf_workers={nodes - 1}")
 
 
-def playbook(name, cluster, *extra):
-    """Runs playbooks/NAME.yml (or NAME, a path from the repository) on cloud=docker: (start, seconds, output)."""
+def playbook(name, cluster, *extra, env=None):
+    """Runs playbooks/NAME.yml (or NAME, a path from the repository) on cloud=docker, with env added to the
+    environment: (start, seconds, output)."""
     path = name if name.endswith(".yml") else f"playbooks/{name}.yml"
     cmd = [os.path.join(BIN, "ansible-playbook"), path, "-e", "cloud=docker",
            "-e", f"cluster_name={cluster}"]
     for var in extra:
         cmd += ["-e", var]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"],
+               **(env or {}))
     started = time.time()
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -319,6 +331,20 @@ def main():
             print(f"{row['nodes']} nodes: re-run that changes nothing / first deploy {row['rerun_fraction']:.2f}, "
                   f"the median of {pairs}", flush=True)
 
+    # Where an added node's time goes before the launch: one more fresh deploy at each of the 8/2 goal's sizes, task by
+    # task (not among the timed ones: the callback reads the cgroups at each task's start).
+    profile = None
+    if all(size in [row["nodes"] for row in rows] for size in GOAL_SIZES):
+        small, large = GOAL_SIZES
+        profiled = {}
+        for nodes in GOAL_SIZES:
+            cluster = f"bench-profile-{nodes}"
+            playbook("destroy", cluster)
+            profiled[nodes] = profiled_deploy(cluster, cluster_shape(nodes) + (f"tf_train_steps={args.large_steps}",))
+            playbook("destroy", cluster)
+        profile = {"sizes": list(GOAL_SIZES), "tasks": {str(nodes): tasks for nodes, tasks in profiled.items()},
+                   "per_node_added": where_nodes_go(profiled[small], profiled[large], large - small)}
+
     base = rows[0]
     for row in rows:
         row["configure_growth"] = round(row["configure_s"] / base["configure_s"], 2)
@@ -346,6 +372,11 @@ def main():
             print(f"report: docker floor (created, one SSH command per node), 8 nodes / 2 nodes: "
                   f"x{by_size[8]['floor_s'] / by_size[2]['floor_s']:.2f} ({by_size[8]['floor_s']}s / {by_size[2]['floor_s']}s)",
                   flush=True)
+    if profile:
+        print(f"report: where each node added goes before the launch ({profile['sizes'][0]} -> {profile['sizes'][1]} nodes, "
+              "one profiled deploy each): wall s, CPU s in the nodes, CPU s elsewhere (Ansible, ssh, the engine)", flush=True)
+        for row in profile["per_node_added"]:
+            print(f"  {row['wall_s']:+.3f}  {row['nodes_cpu_s']:+.3f}  {row['rest_cpu_s']:+.3f}  {row['task']}", flush=True)
     if by_size.get(args.rerun_size, {}).get("changed_rerun"):
         timed = by_size[args.rerun_size]["changed_rerun"]
         print(f"report: docker {args.rerun_size} nodes, first step of a re-run with more steps / by hand: "
@@ -362,7 +393,7 @@ def main():
                       if None not in (after["nodes_s"], before["nodes_s"]) else "?")
         print(f"report: CPU before launch per node added ({base['nodes']} -> {row['nodes']} nodes): nodes {nodes_each}, "
               f"controller, ssh and engine {(after['controller_s'] - before['controller_s']) / added:.2f}s", flush=True)
-    write("docker_scaling", {"steps": args.steps, "cpus": os.cpu_count(), "rows": rows, "goals": goals})
+    write("docker_scaling", {"steps": args.steps, "cpus": os.cpu_count(), "rows": rows, "goals": goals, "profile": profile})
     plot(rows, os.path.join(RESULTS, "docker_scaling.png"))
     print("written: bench/results/docker_scaling.png")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import time
 
 # The containers' CPU accounting: cgroup v1 (cpuacct.usage, ns) and cgroup v2 (cpu.stat usage_usec), either driver.
 CGROUP_V1 = ("/sys/fs/cgroup/cpuacct/docker/*/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/docker/*/cpuacct.usage")
@@ -39,3 +40,8 @@ def containers_cpu_s():
         except (OSError, ValueError, KeyError):
             pass
     return total if found else None
+
+
+def sample():
+    """(now, machine_cpu_s(), containers_cpu_s()): one reading of the clock and both counters."""
+    return time.time(), machine_cpu_s(), containers_cpu_s()

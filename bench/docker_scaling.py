@@ -45,7 +45,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
-from cpu_seconds import containers_cpu_s, machine_cpu_s  # noqa: E402
+from cpu_seconds import sample  # noqa: E402
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
@@ -66,7 +66,7 @@ class CpuSampler(threading.Thread):
 
     def run(self):
         while not self.done.is_set():
-            self.samples.append((time.time(), machine_cpu_s(), containers_cpu_s()))
+            self.samples.append(sample())
             self.done.wait(self.every)
 
     def stop(self):
@@ -120,6 +120,18 @@ def by_hand_on_docker(cluster, tasks):
     return json.loads(read.stdout)["first_step_at"] - started
 
 
+def read_summary(cluster):
+    """The summary.json of the cluster's last deploy."""
+    with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
+        return json.load(handle)
+
+
+def launched_at(summary, started):
+    """When the deploy of summary launched its job (its first step less the launch's time to it); started where the
+    summary has no first step."""
+    return float(summary.get("first_step_at", started)) - summary["seconds"]["launch_to_first_step"]
+
+
 def first_deploy(cluster, extra):
     """A first deploy of cluster (not there yet): (start, seconds, configure seconds (command start to launch),
     provision+install seconds, CPU before launch)."""
@@ -129,15 +141,18 @@ def first_deploy(cluster, extra):
         started, first, _output = playbook("deploy", cluster, *extra)
     finally:
         sampler.stop()
-    with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
-        summary = json.load(handle)
+    summary = read_summary(cluster)
     configure = summary["seconds"]["provision"] + summary["seconds"]["install"]
-    launched = float(summary.get("first_step_at", started)) - started - summary["seconds"]["launch_to_first_step"]
+    launched = launched_at(summary, started) - started
     machine_cpu, nodes_cpu = sampler.used_until(started + launched)
     cpu = {"nodes_s": None if nodes_cpu is None else round(nodes_cpu, 1),
            "controller_s": round(machine_cpu - (nodes_cpu or 0.0), 1), "machine_s": round(machine_cpu, 1),
            "busy": round(machine_cpu / (launched * os.cpu_count()), 2)}
     return started, first, launched, configure, cpu
+
+
+# What the bench's callback (bench/callback_plugins/task_cpu.py) measures of each task.
+TASK_FIELDS = ("wall_s", "machine_cpu_s", "nodes_cpu_s")
 
 
 def profiled_deploy(cluster, extra):
@@ -150,17 +165,15 @@ def profiled_deploy(cluster, extra):
     started = playbook("deploy", cluster, *extra, env={
         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "bench", "callback_plugins"),
         "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled + ["task_cpu"]), "TFDIST_TASK_CPU_OUT": out})[0]
-    with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
-        summary = json.load(handle)
-    launched = float(summary["first_step_at"]) - summary["seconds"]["launch_to_first_step"]
+    launched = launched_at(read_summary(cluster), started)
     with open(out) as handle:
         tasks = json.load(handle)
     os.remove(out)
     before = {}
     for task in tasks:
         if started <= task["started"] < launched:
-            row = before.setdefault(task["task"], {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
-            for key in row:
+            row = before.setdefault(task["task"], dict.fromkeys(TASK_FIELDS, 0.0))
+            for key in TASK_FIELDS:
                 row[key] += task[key]
     return before
 
@@ -170,8 +183,8 @@ def where_nodes_go(small, large, added, top=6):
     [{task, wall_s, nodes_cpu_s, rest_cpu_s}], the largest first, then their sum over every task as "all tasks"."""
     growth = []
     for name in list(large) + [name for name in small if name not in large]:
-        a = small.get(name, {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
-        b = large.get(name, {"wall_s": 0.0, "machine_cpu_s": 0.0, "nodes_cpu_s": 0.0})
+        a = small.get(name, dict.fromkeys(TASK_FIELDS, 0.0))
+        b = large.get(name, dict.fromkeys(TASK_FIELDS, 0.0))
         growth.append({"task": name, "wall_s": round((b["wall_s"] - a["wall_s"]) / added, 3),
                        "nodes_cpu_s": round((b["nodes_cpu_s"] - a["nodes_cpu_s"]) / added, 3),
                        "rest_cpu_s": round((b["machine_cpu_s"] - b["nodes_cpu_s"] - a["machine_cpu_s"] + a["nodes_cpu_s"])
@@ -271,8 +284,7 @@ def main():
             tasks = [{"type": "chief", "index": 0}] + [{"type": "worker", "index": i} for i in range(nodes - 1)]
             hand = by_hand_on_docker(cluster, [task_name(t["type"], t["index"]) for t in launch_order(tasks)])
             rerun_started, _seconds, _output = playbook("deploy", cluster, *shape, f"tf_train_steps={steps + 100}")
-            with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
-                rerun = json.load(handle)["first_step_at"] - rerun_started
+            rerun = read_summary(cluster)["first_step_at"] - rerun_started
             changed_rerun = {"rerun_to_first_step_s": round(rerun, 1), "hand_to_first_step_s": round(hand, 1),
                              "ratio": round(rerun / hand, 2)}
             print(f"{nodes} nodes: first step of a re-run with more steps {rerun:.1f}s, of the scripts started by hand "

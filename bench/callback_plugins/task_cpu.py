@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 from ansible.plugins.callback import CallbackBase
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from cpu_seconds import containers_cpu_s, machine_cpu_s  # noqa: E402  pylint: disable=wrong-import-position
+from cpu_seconds import sample  # noqa: E402  pylint: disable=wrong-import-position
 
 OUT = "TFDIST_TASK_CPU_OUT"
 
 
 def _sample():
-    return time.time(), machine_cpu_s(), containers_cpu_s() or 0.0
+    moment, machine, containers = sample()
+    return moment, machine, containers or 0.0
 
 
 class CallbackModule(CallbackBase):

@@ -126,10 +126,9 @@ def read_summary(cluster):
         return json.load(handle)
 
 
-def launched_at(summary, started):
-    """When the deploy of summary launched its job (its first step less the launch's time to it); started where the
-    summary has no first step."""
-    return float(summary.get("first_step_at", started)) - summary["seconds"]["launch_to_first_step"]
+def launched_at(summary):
+    """When the deploy of summary launched its job: its first step less the launch's time to it."""
+    return float(summary["first_step_at"]) - summary["seconds"]["launch_to_first_step"]
 
 
 def first_deploy(cluster, extra):
@@ -143,7 +142,7 @@ def first_deploy(cluster, extra):
         sampler.stop()
     summary = read_summary(cluster)
     configure = summary["seconds"]["provision"] + summary["seconds"]["install"]
-    launched = launched_at(summary, started) - started
+    launched = launched_at(summary) - started
     machine_cpu, nodes_cpu = sampler.used_until(started + launched)
     cpu = {"nodes_s": None if nodes_cpu is None else round(nodes_cpu, 1),
            "controller_s": round(machine_cpu - (nodes_cpu or 0.0), 1), "machine_s": round(machine_cpu, 1),
@@ -165,7 +164,7 @@ def profiled_deploy(cluster, extra):
     started = playbook("deploy", cluster, *extra, env={
         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "bench", "callback_plugins"),
         "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled + ["task_cpu"]), "TFDIST_TASK_CPU_OUT": out})[0]
-    launched = launched_at(read_summary(cluster), started)
+    launched = launched_at(read_summary(cluster))
     with open(out) as handle:
         tasks = json.load(handle)
     os.remove(out)
@@ -380,11 +379,11 @@ def main():
         print(f"report: docker configure ~ {constant:.1f}s + {per_node:.2f}s per node (2 -> 8 nodes); x1.5 needs at most "
               f"{constant / 10:.2f}s per node", flush=True)
         # The nodes share the controller's cores: an 8-node configure cannot take less than its CPU seconds spread over
-        # every core with none ever idle, whatever the order of its work.
-        cpu_bound = by_size[8]["configure_cpu"]["machine_s"] / os.cpu_count()
-        print(f"report: docker 8 nodes, CPU before launch {by_size[8]['configure_cpu']['machine_s']}s on {os.cpu_count()} "
-              f"cores: at least {cpu_bound:.1f}s with no core ever idle, x{cpu_bound / by_size[2]['configure_s']:.2f} of "
-              f"2 nodes' configure", flush=True)
+        # every core with none ever idle, whatever the order of its work (the CPU of the first 8-node deploy, sampled).
+        cpu_s = by_size[8]["configure_cpu"]["machine_s"]
+        cpu_bound = cpu_s / os.cpu_count()
+        print(f"report: docker 8 nodes, CPU before launch {cpu_s}s on {os.cpu_count()} cores: at least {cpu_bound:.1f}s "
+              f"with no core ever idle, x{cpu_bound / by_size[2]['configure_s']:.2f} of 2 nodes' configure", flush=True)
         # What no deploy can beat on this machine: the same growth with one SSH command per node and nothing else.
         if by_size[2]["floor_s"] and by_size[8]["floor_s"]:
             print(f"report: docker floor (created, one SSH command per node), 8 nodes / 2 nodes: "

@@ -158,30 +158,6 @@ def tf_plan_line(role_spec, plan, nodes):
     return line + (': ' + '; '.join(parts) if parts else '')
 
 
-def tf_losses(watch_results):
-    """The TF tasks a job lost, from the watch results of its hosts (training_watch's losses): one entry per task,
-    a node that stopped answering winning over the same task seen from the leader's host, sorted by task."""
-    found = {}
-    for result in watch_results or []:
-        for entry in (result or {}).get('losses') or []:
-            if entry['task'] not in found or entry.get('node_gone') and not found[entry['task']].get('node_gone'):
-                found[entry['task']] = entry
-    return [found[name] for name in sorted(found)]
-
-
-def tf_restart_line(restart):
-    """One line about a restart of the deploy's restart policy: what was lost, and at which step."""
-    lost = ', '.join('%s on %s (%s)' % (entry['task'], entry['host'], entry['why']) for entry in restart.get('losses') or [])
-    line = 'lost %s' % (lost or 'nothing')
-    if restart.get('step') is not None:
-        line += ' at step %s' % restart['step']
-        if restart.get('target_steps'):
-            line += '/%s' % restart['target_steps']
-    if restart.get('finished_already'):
-        line += '; the job had reached its last step by then, nothing was relaunched'
-    return line
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -201,6 +177,4 @@ class FilterModule:
             'tf_cluster_name_error': tf_cluster_name_error,
             'tf_node_specs': tf_node_specs,
             'tf_plan_line': tf_plan_line,
-            'tf_losses': tf_losses,
-            'tf_restart_line': tf_restart_line,
         }

@@ -53,8 +53,10 @@ options:
     description:
       - The restarts of deploy.yml's restart policy (C(tf_restart=on_failure)), recorded in the summary as C(restarts).
         Each has C(restart) (its number), C(at) (Unix time the loss was seen), C(losses) (each lost task with
-        C(task), C(host), C(why), C(node_gone)), C(step) (the leader's step then), C(replaced) (the nodes created
-        or started again), C(resumed_from) (the checkpoint's step the job went on from) and C(steps_lost).
+        C(task), C(host), C(why), C(node_gone), C(returncode) and C(error)), C(step) (the leader's step then),
+        C(progressed) (the lost run had taken a step since its launch), C(backoff_seconds) (the wait before the
+        restart), C(replaced) (the nodes created or started again), C(resumed_from) (the checkpoint's step the job
+        went on from) and C(steps_lost).
       - Without C(launched) in O(clock), those of the deploy that ran the job are kept.
     type: list
     elements: dict

@@ -195,29 +195,3 @@ def test_parameter_server_without_a_chief_is_coordinated_by_worker_0():
     assert coordinated(spec, "ps", 0) == (view, "ps", 0)
     with_chief = dict(spec, chief=["10.0.0.9:2222"])
     assert coordinated(with_chief, "worker", 1) == (with_chief, "worker", 1)
-
-
-def test_losses_name_each_task_once_and_prefer_the_node_that_is_gone():
-    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_losses
-
-    leader_view = {"failed": True, "losses": [
-        {"task": "ps-0", "host": "n-ps-0", "why": "stopped answering on 10.0.0.3:2222", "node_gone": False}]}
-    ps_view = {"failed": True, "node_gone": True, "losses": [
-        {"task": "ps-0", "host": "n-ps-0", "why": "its node stopped answering", "node_gone": True}]}
-    chief_view = {"failed": True, "losses": [
-        {"task": "chief-0", "host": "n-chief-0", "why": "exited with code 1", "node_gone": False}]}
-    stopped = {"failed": True, "stopped_by": "n-chief-0"}
-    lost = tf_losses([leader_view, stopped, ps_view, {}, chief_view])
-    assert [(entry["task"], entry["why"]) for entry in lost] == [
-        ("chief-0", "exited with code 1"), ("ps-0", "its node stopped answering")]
-    assert tf_losses([stopped, {}]) == []
-
-
-def test_restart_line_names_each_loss_and_the_step():
-    from ansible_collections.tfdist.cluster.plugins.filter.cluster import tf_restart_line
-
-    restart = {"losses": [{"task": "ps-0", "host": "n-ps-0", "why": "its node stopped answering", "node_gone": True}],
-               "step": 812, "target_steps": 4000}
-    assert tf_restart_line(restart) == "lost ps-0 on n-ps-0 (its node stopped answering) at step 812/4000"
-    finished = dict(restart, finished_already=True)
-    assert tf_restart_line(finished).endswith("at step 812/4000; the job had reached its last step by then, nothing was relaunched")

@@ -18,7 +18,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
 
 ARGUMENT_SPEC = {
     "artifacts_dir": {"type": "path", "required": True},

@@ -36,9 +36,12 @@ def needs_write(path, content, mode=FILE_MODE):
 
 
 def write_file(path, content, mode=FILE_MODE):
-    """Write then rename, its folder made if missing: a process that reads it meanwhile never sees half a file."""
-    os.makedirs(os.path.dirname(path), mode=DIR_MODE, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+    """Write then rename, its folder made if missing: a process that reads it meanwhile never sees half a file.
+
+    The one atomic write of the collection's node-side code (_json_files writes its records with it)."""
+    folder = os.path.dirname(path) or os.curdir
+    os.makedirs(folder, mode=DIR_MODE, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path))
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(content)

@@ -16,7 +16,9 @@ import os
 
 from . import _cluster
 from ._files import DIR_MODE, lay_down, needs_write, package_root, write_file
-from ._supervisor import SupervisorError, warm, warm_host
+from ._supervisor import warm
+from ._task_folder import SupervisorError
+from ._warm_start import warm_host
 
 
 class HostFilesError(Exception):

@@ -42,7 +42,9 @@ import time
 
 from ._cluster import TASK_TYPES
 from ._files import PACKAGE_NAME, holds_checksums, lay_down, package_root
-from ._supervisor import read_json, start, stop, task_status, write_json
+from ._json_files import read_json, write_json
+from ._supervisor import start, stop
+from ._task_folder import task_status
 
 HEARTBEAT = "heartbeat"
 SETTINGS = "settings.json"

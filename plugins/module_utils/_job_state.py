@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import time
 
-from ._supervisor import failed, log_tail, parse_host_port, read_json, task_status, tcp_answers
+from ._json_files import read_json
+from ._supervisor import parse_host_port, tcp_answers
+from ._task_folder import failed, log_tail, task_status
 
 # What a look reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")

@@ -27,7 +27,7 @@ import sys
 
 from ._files import holds, holds_checksums, package_root, read_copy, unzip_package
 from ._idle_guard import HOME_FOLDER, LIB, ensure_started, guard_dir, heartbeat, node_options, quick_look
-from ._supervisor import SupervisorError
+from ._task_folder import SupervisorError
 
 # python3 -c ENTRY LIB LOOK ARGS...: the package tfdist is imported from the folder LIB.
 ENTRY = "import sys; sys.path.insert(0, sys.argv[1]); from tfdist._look import main; main(sys.argv[1:])"

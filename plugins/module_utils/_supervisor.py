@@ -2,34 +2,22 @@
 # Apache-2.0 (see LICENSE)
 """The tfdist supervisor: run one task (a TF task, an HDFS daemon) in the background and keep a record of it.
 
-One home for the task-folder protocol. The training_task module starts and stops tasks with it, the
-training_status module reads their state with it, the node-side training program writes its JSON files
-with it, and it runs as a command too (the same CLI as the former tfdist-supervise script):
+The training_task module starts and stops tasks with it (start(), stop(), warm()), and it runs as a command too (the
+same CLI as the former tfdist-supervise script), from a node's copy of the package tfdist:
 
-  python _supervisor.py start --name NAME --dir TASK_DIR [--env-file FILE]
+  python -m tfdist._supervisor start --name NAME --dir TASK_DIR [--env-file FILE]
                         [--env-from-file VAR=FILE ...] [--chdir DIR]
                         [--stop-when-gone HOST:PORT] [--gone-grace SECONDS] [--end-grace SECONDS]
                         [--never-seen-timeout SECONDS] [--stop-timeout SECONDS]
                         [--announce-end PORT [--announce-for SECONDS]]
                         -- CMD ARGS...
-  python _supervisor.py stop --dir TASK_DIR [--timeout SECONDS]
-  python _supervisor.py status --dir TASK_DIR
+  python -m tfdist._supervisor stop --dir TASK_DIR [--timeout SECONDS]
+  python -m tfdist._supervisor status --dir TASK_DIR
 
-`start` detaches a supervisor process (double fork, new session, stdin from /dev/null) that runs CMD in
-its own process group with stdout and stderr appended to TASK_DIR/task.log, and answers once CMD is
-running. Files in TASK_DIR:
-
-  task.log        output of the task (and of the supervisor, lines "[tfdist-supervise] ...")
-  task.pid        pid of the task (its process group id too)
-  supervisor.pid  pid of the supervisor process
-  task.json       name, command, pids (with their kernel start times, to tell a pid
-                  reused by another process), started_at
-  exit.json       written when the task has ended: returncode, finished_at, reason
-  tmp/            the task's TMPDIR (unless its environment sets one), removed when it ends: a Python that leaves
-                  by os._exit or a kill skips the clean-up of its temporary files (TensorFlow writes one for each
-                  function it converts), which would otherwise pile up in the node's /tmp at every run
-
-Times are seconds since the epoch (UTC).
+(from a checkout: python -m ansible_collections.tfdist.cluster.plugins.module_utils._supervisor, with the collection
+on the Python path). `start` detaches a supervisor process (double fork, new session, stdin from /dev/null) that runs
+CMD in its own process group with stdout and stderr appended to TASK_DIR/task.log, and answers once CMD is running.
+What it keeps in TASK_DIR, and how a status reads it, is the task-folder protocol (_task_folder).
 
 --stop-when-gone HOST:PORT is for TF servers (ps and worker tasks), which never exit on their own. The
 supervisor probes the chief's port with a TCP connect. The coordinator of ParameterServerStrategy
@@ -51,25 +39,13 @@ job (without it, --gone-grace). 0 is for a task that only serves (a parameter se
 ParameterServerStrategy job): the job is done, nothing it does matters any more, and its host is free at once.
 An evaluator's last evaluation, or a worker that ends its own loop, keeps --gone-grace.
 
-A warm start: `warm()` starts the supervisor of a task ahead of its launch, with the task's Python already
-importing the heavy modules (TensorFlow) and waiting (files warm.json, warm.log, warm.sock). The next `start()` of
-that folder hands it the task instead of starting a new process; it then runs the script in-process as
-`python SCRIPT ARGS` would, under the same record (task.log, task.json, exit.json) as a cold start. When the warm
-Python cannot stand for a cold start (another interpreter, not a script, another environment, modules changed on
-disk since they were imported), it execs the command itself. One not claimed within --warm-for seconds ends.
-
-A warm host: `warm_host()` starts one Python that imports the modules for several tasks of a host, and `warm(...,
-host=SOCKET)` has it fork the task's Python, so that four tasks on one machine pay one TensorFlow import instead of
-four. The forked Python leads the task's process group and runs the task in a child of its own, whose exit code it
-passes to the supervisor: the record is a cold start's. TensorFlow's own log lines show the host's pid, which
-TensorFlow noted when it was imported. The tasks stay in the warm host's session: Linux's autogroup scheduler shares
-the CPU between sessions, not processes, and four TF tasks in four sessions of a 2-core machine trained about 5 %
-slower than in one (as a shell that starts them by hand has them).
+A warm start (_warm_start): warm() starts the supervisor of a task ahead of its launch, with the task's Python
+already importing the heavy modules (TensorFlow) and waiting; the next start() of that folder hands it the task.
 
 Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
 stderr); `status` and `stop` always print JSON.
 
-Standard library only and no imports of the collection: it is shipped to the nodes and runs as a script.
+Standard library only, imports relative to its package: it is shipped to the nodes with the package tfdist.
 Private to the collection (leading underscore): the API may change between releases.
 """
 
@@ -85,286 +61,19 @@ import subprocess
 import sys
 import time
 
-LOG_NAME = "task.log"
-TASK_FILE = "task.json"
-EXIT_FILE = "exit.json"
-TMP_DIR = "tmp"
+from ._json_files import now, read_json, remove, write_json, write_text
+from ._task_folder import (EXIT_FILE, LOG_NAME, PID_FILE, STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, SupervisorError,
+                           alive, group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
+                           wait_gone)
+from ._warm_start import (HOSTED_PID_WAIT, WARM_FILE, WARM_FOR, WARM_LOG, WARM_SOCKET, HostedChild, child_command,
+                          claim, stop_warm)
+
 PROG = "tfdist-supervise"
 # The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
 FINISHED = b"tfdist-finished"
-# What a status says of a task that is not running (besides exited / killed by signal N).
-NOT_STARTED = "not started"
-DIED = "died without exit record"
-STOPPED = "stopped"
-# A warm start (see warm()): its record, the warm Python's output until it is claimed, and where it is claimed.
-WARM_FILE = "warm.json"
-WARM_LOG = "warm.log"
-WARM_SOCKET = "warm.sock"
-WARM_FOR = 300.0
-# The warm Python. `python -c WARM_CHILD MODULE...` imports MODULEs, then reads one line on stdin, the task to run.
-# `python -c WARM_CHILD --serve FD COUNT SECONDS MODULE...` is a warm host (see warm_host()): it imports MODULEs once,
-# then forks a warm Python for each of COUNT requests on the listening socket FD. A request carries three descriptors:
-# the log, the stdin to read the task from and a pipe for the exit code. The forked Python leads its own process group
-# and runs the task in a child of its own, so that it can write that child's exit code, which only a parent can see.
-WARM_CHILD = r'''
-import json, os, runpy, signal, socket, sys, time
-def stamps(names):
-    found = {}
-    for name in names:
-        try:
-            info = os.stat(sys.modules[name].__file__)
-            found[name] = [info.st_ino, info.st_size, info.st_mtime_ns]
-        except (KeyError, AttributeError, TypeError, OSError):
-            found[name] = None
-    return found
-def run():
-    line = sys.stdin.readline()
-    if not line:
-        os._exit(0)
-    go = json.loads(line)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(go["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(fd, 0)
-    os.close(fd)
-    os.chdir(go["cwd"])
-    command, env = go["command"], go["env"]
-    if go["cold"] or not imported or stamps(names) != before:
-        os.execvpe(command[0], command, env)
-    os.environ.clear()
-    os.environ.update(env)
-    if "tempfile" in sys.modules:
-        sys.modules["tempfile"].tempdir = None  # the task's TMPDIR, not the one the imports may have fixed
-    sys.argv = command[1:]
-    sys.path[0] = os.path.dirname(os.path.realpath(command[1]))
-    runpy.run_path(command[1], run_name="__main__")
-def lead(log, stdin, status):
-    os.setpgid(0, 0)
-    os.dup2(stdin, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(stdin)
-    os.close(log)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    task = os.fork()
-    if task == 0:
-        os.close(status)
-        return
-    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(number, signal.SIG_IGN)
-    code = os.waitstatus_to_exitcode(os.waitpid(task, 0)[1])
-    try:
-        os.write(status, b"%d\n" % code)
-    finally:
-        os._exit(0)
-def serve(listener, count, seconds):
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    listener.settimeout(0.5)
-    path, deadline = listener.getsockname(), time.monotonic() + seconds
-    while count > 0 and time.monotonic() < deadline and os.path.exists(path):
-        try:
-            connection = listener.accept()[0]
-            connection.settimeout(10.0)
-            fds = socket.recv_fds(connection, 4096, 3)[1]
-        except OSError:
-            continue
-        if len(fds) != 3:
-            connection.close()
-            for fd in fds:
-                os.close(fd)
-            continue
-        count -= 1
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            connection.close()
-            lead(*fds)
-            return
-        for fd in fds:
-            os.close(fd)
-        try:
-            connection.sendall(json.dumps({"pid": pid}).encode())
-        except OSError:
-            pass
-        connection.close()
-    try:
-        os.remove(path)
-    except OSError:
-        pass
-    os._exit(0)
-host = sys.argv[1:2] == ["--serve"]
-names = sys.argv[5:] if host else sys.argv[1:]
-imported = True
-for name in names:
-    try:
-        __import__(name)
-    except BaseException as error:
-        imported = False
-        sys.stderr.write("warm import of %s failed: %r\n" % (name, error))
-before = stamps(names)
-if host:
-    serve(socket.socket(fileno=int(sys.argv[2])), int(sys.argv[3]), float(sys.argv[4]))
-run()
-'''
-# How long a claim waits for a warm host that is still importing to fork the task's Python.
-HOSTED_PID_WAIT = 25.0
 
 
-class SupervisorError(Exception):
-    """A task that cannot be started; the message says why."""
-
-
-# ---------------------------------------------------------------- files
-
-
-def now():
-    return round(time.time(), 3)
-
-
-def read_json(path):
-    """The parsed file, or None when it is missing or half-written."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
-def write_json(path, data, indent=None):
-    """Write then rename, so readers never see half a file."""
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, indent=indent, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)
-
-
-def write_text(path, text):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
-def remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
-def log_tail(task_dir, lines=30):
-    """The last lines of a task's task.log, reading only the end of a long log."""
-    try:
-        with open(os.path.join(task_dir, LOG_NAME), "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 256 * max(lines, 1) - 4096))
-            return "\n".join(handle.read().decode(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def read_env_file(path):
-    """KEY=VALUE lines; blank lines and lines starting with # are skipped.
-
-    The value is everything after the first '=' (no quoting, no expansion).
-    """
-    env = {}
-    with open(path) as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            key, sep, value = line.partition("=")
-            key = key.strip()
-            if key.startswith("export "):
-                key = key[len("export "):].strip()
-            if not sep or not key:
-                raise ValueError("%s:%d: expected KEY=VALUE" % (path, number))
-            env[key] = value
-    return env
-
-
-# ---------------------------------------------------------------- processes
-
-
-def proc_stat(pid):
-    """The fields of /proc/PID/stat after the command's name (state, ppid, pgrp, ...), None when it cannot be read."""
-    try:
-        with open("/proc/%s/stat" % pid) as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and brackets: split after it.
-    return stat.rsplit(")", 1)[1].split()
-
-
-def proc_starttime(pid):
-    """Kernel start time of pid (clock ticks since boot), None if it does not run (or is a zombie)."""
-    fields = proc_stat(int(pid))
-    if fields is None:
-        if not os.path.isdir("/proc/self"):
-            # No procfs (not Linux): fall back to a plain existence check.
-            try:
-                os.kill(int(pid), 0)
-                return 0
-            except ProcessLookupError:
-                return None
-            except PermissionError:
-                return 0
-        return None
-    if fields[0] == "Z":  # zombie: already dead, only not reaped yet
-        return None
-    return int(fields[19])
-
-
-def alive(pid, starttime=None):
-    """True if pid runs and is the same process as recorded (not a reused pid)."""
-    if not pid:
-        return False
-    current = proc_starttime(int(pid))
-    if current is None:
-        return False
-    return starttime is None or current == 0 or current == starttime
-
-
-def group_alive(pgid):
-    """Whether a process of the group still runs. A zombie does not: it has ended, and only waits for a parent to reap
-    it, which an orphan's init may do late (seconds, where PID 1 is not a reaping init)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
-    except OSError:
-        return True  # no /proc to tell a zombie from a process
-    for entry in entries:
-        fields = proc_stat(entry)  # None: gone meanwhile
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
-def wait_gone(running, deadline, every=0.05):
-    """Wait until running() is false or time.monotonic() passes deadline; whether it is gone. A signal is sent, not
-    waited for: a stop returns once what it signalled is gone (its memory, its port, its GPU)."""
-    while running() and time.monotonic() < deadline:
-        time.sleep(every)
-    return not running()
-
-
-def signal_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+# ---------------------------------------------------------------- the leader's port
 
 
 def tcp_answers(host, port, timeout=2.0):
@@ -399,131 +108,7 @@ def parse_host_port(value):
     return host.strip("[]"), int(port)
 
 
-# ---------------------------------------------------------------- state
-
-
-def task_status(task_dir):
-    """What the files in task_dir say, checked against the live processes."""
-    meta = read_json(os.path.join(task_dir, TASK_FILE)) or {}
-    exit_info = read_json(os.path.join(task_dir, EXIT_FILE))
-    pid = meta.get("pid")
-    sup_pid = meta.get("supervisor_pid")
-    task_running = alive(pid, meta.get("pid_starttime"))
-    sup_running = alive(sup_pid, meta.get("supervisor_starttime"))
-    status = {
-        "name": meta.get("name"),
-        # A supervisor that has written exit.json only announces the end (see --announce-end).
-        "running": task_running or (sup_running and exit_info is None),
-        "task_running": task_running,
-        "supervisor_running": sup_running,
-        "pid": pid,
-        "supervisor_pid": sup_pid,
-        "started_at": meta.get("started_at"),
-        "returncode": None,
-        "reason": None,
-        "finished_at": None,
-    }
-    if status["running"]:
-        return status
-    if exit_info is not None:
-        status.update(
-            returncode=exit_info.get("returncode"),
-            reason=exit_info.get("reason"),
-            finished_at=exit_info.get("finished_at"),
-        )
-    elif meta:
-        status["reason"] = DIED
-    else:
-        status["reason"] = NOT_STARTED
-    return status
-
-
-def failed(status):
-    """A task that ended with a non-zero code or died without a record (stopped on purpose is no failure)."""
-    if status["running"] or status["reason"] in (NOT_STARTED, STOPPED):
-        return False
-    return status["reason"] == DIED or status["returncode"] != 0
-
-
 # ---------------------------------------------------------------- the supervisor process
-
-
-class _HostedChild:
-    """A warm Python forked by a warm host (see warm_host()), with what the supervisor uses of a Popen.
-
-    Its pid is known once the host has imported its modules and forked it; poll() reads the exit code it reports.
-    """
-
-    def __init__(self, socket_path, log):
-        stdin_read, stdin_write = os.pipe()
-        status_read, status_write = os.pipe()
-        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.connection.connect(socket_path)
-            socket.send_fds(self.connection, [b"warm"], [log.fileno(), stdin_read, status_write])
-        except OSError:
-            self.connection.close()
-            os.close(stdin_write)
-            os.close(status_read)
-            raise
-        finally:
-            os.close(stdin_read)
-            os.close(status_write)
-        self.stdin = os.fdopen(stdin_write, "wb", buffering=0)
-        self.status = status_read
-        os.set_blocking(self.status, False)
-        self.known_pid = None
-        self.returncode = None
-        self.reported = b""
-
-    def wait_pid(self, timeout):
-        """The pid, waiting up to timeout seconds for the host to fork it; None when it did not."""
-        if self.known_pid is None and self.connection is not None:
-            self.connection.settimeout(timeout)
-            reply = b""
-            try:
-                while True:
-                    chunk = self.connection.recv(256)
-                    if not chunk:
-                        break
-                    reply += chunk
-                self.known_pid = json.loads(reply.decode())["pid"]
-            except (OSError, ValueError, KeyError):
-                pass
-            self.connection.close()
-            self.connection = None
-        return self.known_pid
-
-    @property
-    def pid(self):
-        return self.wait_pid(HOSTED_PID_WAIT)
-
-    def poll(self):
-        if self.returncode is None:
-            try:
-                while True:
-                    chunk = os.read(self.status, 64)
-                    if not chunk:  # it has ended: a leader killed with its group (SIGKILL) wrote nothing
-                        self.returncode = int(self.reported) if self.reported.strip() else -signal.SIGKILL
-                        os.close(self.status)
-                        break
-                    self.reported += chunk
-            except BlockingIOError:
-                pass
-        return self.returncode
-
-    def wait(self):
-        while self.poll() is None:
-            time.sleep(0.05)
-        return self.returncode
-
-    def abandon(self):
-        """End it without waiting: one not forked yet reads no task and ends by itself."""
-        if self.known_pid is not None:
-            signal_group(self.known_pid, signal.SIGKILL)
-        self.stdin.close()
-        if self.connection is not None:
-            self.connection.close()
 
 
 def log_line(log, message):
@@ -632,8 +217,8 @@ class _Supervisor:
             "started_at": now(),
             "stop_when_gone": spec["stop_when_gone"],
         }
-        write_text(os.path.join(task_dir, "task.pid"), "%d\n" % self.proc.pid)
-        write_text(os.path.join(task_dir, "supervisor.pid"), "%d\n" % os.getpid())
+        write_text(os.path.join(task_dir, PID_FILE), "%d\n" % self.proc.pid)
+        write_text(os.path.join(task_dir, SUPERVISOR_PID_FILE), "%d\n" % os.getpid())
         write_json(os.path.join(task_dir, TASK_FILE), meta)
         log_line(self.log, "%s runs as pid %d" % (name, self.proc.pid))
         if go is not None:
@@ -655,13 +240,13 @@ class _Supervisor:
             self.proc = None
             if warm.get("host"):
                 try:
-                    self.proc = _HostedChild(warm["host"], self.log)
+                    self.proc = HostedChild(warm["host"], self.log)
                 except OSError as e:
                     log_line(self.log, "warm host %s not reached (%s): importing here" % (warm["host"], e))
             if self.proc is None:
-                self.proc = subprocess.Popen([warm["python"], "-c", WARM_CHILD] + list(warm["modules"]),
-                                             stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
-                                             cwd=task_dir, env=self.env, start_new_session=True)
+                self.proc = subprocess.Popen(warm["command"], stdin=subprocess.PIPE, stdout=self.log,
+                                             stderr=subprocess.STDOUT, cwd=task_dir, env=self.env,
+                                             start_new_session=True)
         except OSError as e:
             server.close()
             remove(socket_path)
@@ -669,7 +254,7 @@ class _Supervisor:
             os.close(ready_fd)
             return 1
         started = now()
-        hosted = isinstance(self.proc, _HostedChild)
+        hosted = isinstance(self.proc, HostedChild)
         pid = None if hosted else self.proc.pid  # a hosted one has none until its host has imported the modules
         write_json(os.path.join(task_dir, WARM_FILE), {
             "python": warm["python"], "modules": list(warm["modules"]), "started_at": started,
@@ -718,7 +303,7 @@ class _Supervisor:
         request = json.loads(request.decode())
         spec, env = request["spec"], request["env"]
         modules = self.spec["warm"]["modules"]
-        if isinstance(self.proc, _HostedChild) and self.proc.wait_pid(HOSTED_PID_WAIT) is None:
+        if isinstance(self.proc, HostedChild) and self.proc.wait_pid(HOSTED_PID_WAIT) is None:
             connection.sendall(b"error: the warm host did not start the task's Python")
             return False
         if self.proc.poll() is not None:
@@ -885,25 +470,6 @@ def _daemonize_and_run(spec, env):
 # ---------------------------------------------------------------- what callers use
 
 
-def task_tmp(task_dir):
-    """The task's own folder for temporary files, its TMPDIR unless its environment sets one."""
-    return os.path.join(task_dir, TMP_DIR)
-
-
-def task_environment(task_dir, env=None, env_file=None):
-    """A task's environment but for the variables read from files: this process's, the task's own folder for
-    temporary files, then env, then env_file. The same for a task's warm start and its start (see warm())."""
-    task_env = dict(os.environ, TMPDIR=task_tmp(task_dir))
-    task_env.update({str(key): str(value) for key, value in (env or {}).items()})
-    try:
-        if env_file:
-            task_env.update(read_env_file(env_file))
-    except (OSError, ValueError) as e:
-        raise SupervisorError(str(e))
-    task_env.setdefault("PYTHONUNBUFFERED", "1")  # task.log shows Python output as it happens
-    return task_env
-
-
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
           gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
           announce_for=60.0, end_grace=None):
@@ -941,7 +507,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
         os.makedirs(task_env["TMPDIR"])
 
     # A fresh record: stale files from the previous run must not describe this one.
-    for file_name in (EXIT_FILE, TASK_FILE, "task.pid", "supervisor.pid"):
+    for file_name in (EXIT_FILE, TASK_FILE, PID_FILE, SUPERVISOR_PID_FILE):
         remove(os.path.join(task_dir, file_name))
     spec = {"dir": task_dir, "name": name, "command": list(command), "chdir": chdir,
             "stop_when_gone": stop_when_gone or None, "gone_grace": float(gone_grace),
@@ -949,7 +515,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
             "never_seen_timeout": float(never_seen_timeout), "probe_interval": float(probe_interval),
             "stop_timeout": float(stop_timeout), "announce_end": int(announce_end) if announce_end else None,
             "announce_for": float(announce_for), "tmp": task_env["TMPDIR"] if own_tmp else None}
-    claimed = _claim_warm(spec, task_env, late=sorted(env_from_files or {}))
+    claimed = claim(spec, task_env, late=sorted(env_from_files or {}))
     return claimed if claimed is not None else _daemonize_and_run(spec, task_env)
 
 
@@ -957,104 +523,20 @@ def warm(task_dir, python, modules=("tensorflow",), env=None, env_file=None, war
     """Start the Python of a task that is about to be launched, importing modules ahead of the launch.
 
     The next start() in task_dir with the command `python SCRIPT ARGS` (python: this very path) runs SCRIPT in that
-    process (see the module's description). env and env_file as in start(); the variables that start() sets from
-    files (env_from_files, such as TF_CONFIG) may differ, as the task reads them after its imports.
-    host: the socket of a warm host (warm_host()) that forks this Python with its modules imported already; one that
-    cannot be reached is replaced by a Python of the task's own.
+    process (see _warm_start). env and env_file as in start(); the variables that start() sets from files
+    (env_from_files, such as TF_CONFIG) may differ, as the task reads them after its imports.
+    host: the socket of a warm host (_warm_start.warm_host()) that forks this Python with its modules imported
+    already; one that cannot be reached is replaced by a Python of the task's own.
     Returns {warm, pid, supervisor_pid, hosted}; raises SupervisorError when it cannot start.
     """
     os.makedirs(task_dir, exist_ok=True)
     task_dir = os.path.abspath(task_dir)
     stop_warm(task_dir)
     warm_env = task_environment(task_dir, env, env_file)
-    spec = {"dir": task_dir, "warm": {"python": os.path.abspath(python), "modules": list(modules),
-                                      "for": float(warm_for), "host": host}}
+    python = os.path.abspath(python)
+    spec = {"dir": task_dir, "warm": {"python": python, "modules": list(modules), "for": float(warm_for),
+                                      "host": host, "command": child_command(python, *modules)}}
     return _daemonize_and_run(spec, warm_env)
-
-
-def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, warm_for=WARM_FOR):
-    """Start one Python that imports modules for `count` tasks of this host: warm(..., host=socket_path) forks it.
-
-    Tasks on one host then pay one import instead of one each (a fork shares the imported modules). env: the
-    environment it imports with; the tasks' own variables must only be read after their imports (see warm()).
-    Its output goes to socket_path's name with .log. It ends once it has forked `count` Pythons, after warm_for
-    seconds, or when its socket is removed. Returns its pid; raises SupervisorError when it cannot start.
-    """
-    socket_path = os.path.abspath(socket_path)
-    remove(socket_path)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    host_env = dict(os.environ)
-    host_env.update({str(key): str(value) for key, value in (env or {}).items()})
-    host_env.setdefault("PYTHONUNBUFFERED", "1")
-    try:
-        listener.bind(socket_path)  # OSError for a path too long for a socket
-        os.chmod(socket_path, 0o600)
-        listener.listen(count + 4)
-        with open(os.path.splitext(socket_path)[0] + ".log", "w") as log:
-            host = subprocess.Popen(
-                [os.path.abspath(python), "-c", WARM_CHILD, "--serve", str(listener.fileno()), str(int(count)),
-                 str(float(warm_for))] + list(modules),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=os.path.dirname(socket_path),
-                env=host_env, start_new_session=True, pass_fds=[listener.fileno()])
-    except OSError as e:
-        remove(socket_path)
-        raise SupervisorError("cannot start a warm host at %s: %s" % (socket_path, e))
-    finally:
-        listener.close()
-    return host.pid
-
-
-def _claim_warm(spec, env, late):
-    """Hand the task to the warm start waiting in its folder; its answer, or None to start it cold."""
-    task_dir, command = spec["dir"], spec["command"]
-    record = read_json(os.path.join(task_dir, WARM_FILE))
-    if record is None:
-        return None
-    cwd = spec["chdir"] or task_dir
-    usable = (alive(record.get("supervisor_pid"), record.get("supervisor_starttime")) and len(command) > 1
-              and os.path.isabs(command[0]) and os.path.abspath(command[0]) == record.get("python")
-              and not command[1].startswith("-") and os.path.isdir(cwd)
-              and os.path.isfile(os.path.join(cwd, command[1])))
-    answer = None
-    if usable:
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-                connection.settimeout(30.0)
-                connection.connect(os.path.join(task_dir, WARM_SOCKET))
-                connection.sendall(json.dumps({"spec": spec, "env": env, "late": late}).encode() + b"\n")
-                chunks = []
-                while True:
-                    chunk = connection.recv(65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-            reply = b"".join(chunks).decode(errors="replace")
-            answer = json.loads(reply) if reply.startswith("{") else None
-        except (OSError, ValueError):
-            answer = None
-    if answer is None:
-        stop_warm(task_dir)
-    return answer
-
-
-def stop_warm(task_dir, timeout=10.0):
-    """End the warm start waiting in task_dir, if any (see warm()); True when there was one."""
-    path = os.path.join(os.path.abspath(task_dir), WARM_FILE)
-    record = read_json(path)
-    if record is None:
-        return False
-    sup_pid, sup_starttime = record.get("supervisor_pid"), record.get("supervisor_starttime")
-    if alive(sup_pid, sup_starttime):
-        os.kill(sup_pid, signal.SIGTERM)  # it ends its Python and removes its files
-        if not wait_gone(lambda: alive(sup_pid, sup_starttime), time.monotonic() + timeout):
-            os.kill(sup_pid, signal.SIGKILL)
-    pid, pid_starttime = record.get("pid"), record.get("pid_starttime")
-    if alive(pid, pid_starttime):
-        signal_group(pid, signal.SIGKILL)
-        wait_gone(lambda: alive(pid, pid_starttime), time.monotonic() + timeout)
-    remove(path)
-    remove(os.path.join(os.path.dirname(path), WARM_SOCKET))
-    return True
 
 
 def stop(task_dir, timeout=15.0):

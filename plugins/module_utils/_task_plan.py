@@ -18,7 +18,8 @@ import json
 import os
 
 from ._files import digest
-from ._supervisor import NOT_STARTED, parse_host_port, task_status
+from ._supervisor import parse_host_port
+from ._task_folder import NOT_STARTED, task_status
 
 HASH_FILE = "config.sha256"
 # The state of a task whose folder does not exist yet.

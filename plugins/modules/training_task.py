@@ -286,7 +286,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor, _task_folder, _task_plan, _warm_start
 
 
 def launch(p):
@@ -309,7 +309,7 @@ class TaskError(Exception):
 
 def ensure_stopped(p, status, result, check_mode):
     if not check_mode:
-        _supervisor.stop_warm(p["dir"])  # a warm start waiting for a launch that will not come (no task state)
+        _warm_start.stop_warm(p["dir"])  # a warm start waiting for a launch that will not come (no task state)
     if status["running"]:
         result.update(changed=True, stopped=True)
         if not check_mode:
@@ -358,7 +358,7 @@ def wait_for_early_failures(results, params, seconds):
         for r, p in pending:
             status = r["status"]
             if not status["running"] and status.get("returncode") != 0:
-                r["log_tail"] = _supervisor.log_tail(p["dir"])
+                r["log_tail"] = _task_folder.log_tail(p["dir"])
                 raise TaskError("task %s exited with code %s (%s) right after it started; last lines of its log:\n%s"
                                 % (p["name"], status.get("returncode"), status.get("reason"), r["log_tail"]), r)
         pending = [(r, p) for r, p in pending if r["status"]["running"]]

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
 from processes import free_port_block, tf_processes, wait_until
 

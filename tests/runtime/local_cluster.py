@@ -9,7 +9,7 @@ roles/training/templates/train.py.j2 by Ansible's templating, with the role's de
 task passes and the task's own variables the training_files action adds; a test only overrides role
 variables (training_steps...). The dataset is copied where the
 training_files action lays it down (its data_src). Every task is started through the supervisor
-(plugins/module_utils/_supervisor.py, as a command) with TF_CONFIG, the way a node runs them.
+(plugins/module_utils/_supervisor.py, as a command: run_supervisor) with TF_CONFIG, the way a node runs them.
 Used by test_training_runtime.py and test_training_storage.py; also handy by hand:
 
     .venv/bin/python tests/runtime/local_cluster.py /tmp/job --workers 2 --ps 1 --steps 300
@@ -28,7 +28,8 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(REPO, "roles", "training")
-SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
+# The supervisor, run as `python -m tfdist._supervisor` runs on a node (its modules import each other relatively).
+SUPERVISOR = "ansible_collections.tfdist.cluster.plugins.module_utils._supervisor"
 DIGITS = os.path.join(ROLE, "files", "data", "digits.npz")
 TEMPLATE_TASK = "Lay down each task's script, TF_CONFIG and environment, and the training program"
 
@@ -159,8 +160,15 @@ def copy_dataset(variables):
         shutil.copy(template("{{ __training_data_source }}", variables), target)
 
 
+def run_supervisor(*args, timeout=120):
+    """The supervisor's command line with args: its CompletedProcess (text), the collection imported from where make
+    setup links it (.collections)."""
+    return subprocess.run([sys.executable, "-m", SUPERVISOR, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, ".collections")))
+
+
 def supervise(*args):
-    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=120, check=False)
+    out = run_supervisor(*args)
     if out.returncode != 0:
         raise RuntimeError("the supervisor's %s failed: %s" % (args[0], out.stderr))
     return json.loads(out.stdout)

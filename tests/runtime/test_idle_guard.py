@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _supervisor, _task_folder
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 from processes import alive, wait_until
 
@@ -164,7 +164,7 @@ def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_wou
     time.sleep(0.5)  # the zip it ran from is gone: the guard must not need it
     assert alive(started["pid"]) and not os.listdir(temp)
     # The guard's processes keep no option on their command lines (the tasks folder names the job).
-    status = _supervisor.task_status(guard.folder)
+    status = _task_folder.task_status(guard.folder)
     assert status["supervisor_pid"]
     for pid in (started["pid"], status["supervisor_pid"]):
         with open("/proc/%d/cmdline" % pid, "rb") as handle:

@@ -1,20 +1,20 @@
-"""The supervisor (plugins/module_utils/_supervisor.py run as a command) with real processes and a fake chief port (no TensorFlow)."""
+"""The supervisor (plugins/module_utils/_supervisor.py run as a command, `python -m`) with real processes and a fake chief
+port (no TensorFlow)."""
 
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 
 import pytest
 
-from local_cluster import SUPERVISOR
+from local_cluster import run_supervisor
 from processes import alive, free_port_block, wait_until
 
 
 def supervise(*args, check=True):
-    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=60, check=False)
+    out = run_supervisor(*args, timeout=60)
     if check:
         assert out.returncode == 0, out.stderr
     return out

@@ -10,7 +10,6 @@ GPUs or a job whose training_env sets CUDA_VISIBLE_DEVICES itself get no such li
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -18,7 +17,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from local_cluster import REPO, SUPERVISOR
+from local_cluster import REPO, supervise
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
 
@@ -100,9 +99,7 @@ def test_a_lone_task_sees_every_gpu():
 
 
 def task_running(task_dir):
-    status = subprocess.run([sys.executable, SUPERVISOR, "status", "--dir", str(task_dir)],
-                            check=True, capture_output=True, text=True, timeout=60)
-    return json.loads(status.stdout)["running"]
+    return supervise("status", "--dir", str(task_dir))["running"]
 
 
 def test_the_task_process_sees_its_device(tmp_path):
@@ -115,9 +112,8 @@ def test_the_task_process_sees_its_device(tmp_path):
         (task_dir / "task.env").write_text(env_files[name])
         out = task_dir / "seen.json"
         code = "import json, os, sys; json.dump(os.environ.get('CUDA_VISIBLE_DEVICES'), open(sys.argv[1], 'w'))"
-        subprocess.run([sys.executable, SUPERVISOR, "start", "--name", name, "--dir", str(task_dir),
-                        "--env-file", str(task_dir / "task.env"), "--", sys.executable, "-c", code, str(out)],
-                       check=True, capture_output=True, timeout=60)
+        supervise("start", "--name", name, "--dir", str(task_dir), "--env-file", str(task_dir / "task.env"), "--",
+                  sys.executable, "-c", code, str(out))
         deadline = time.time() + 30
         while task_running(task_dir) and time.time() < deadline:
             time.sleep(0.1)

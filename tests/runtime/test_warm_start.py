@@ -1,16 +1,18 @@
-"""Warm starts of the supervisor (_supervisor.warm, then start): real processes, with a standard-library module standing
-in for TensorFlow. The task must look exactly like a cold start to whoever reads its folder: log, pid, return code."""
+"""Warm starts (_warm_start) of the supervisor (_supervisor.warm, then start): real processes, with a standard-library
+module standing in for TensorFlow. The task must look exactly like a cold start to whoever reads its folder: log, pid, return code."""
 
 import json
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
 
 from processes import alive, wait_until
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import (
+    _files, _json_files, _package, _supervisor, _task_folder, _warm_start)
 
 # What the script prints: enough to tell that it ran as `python SCRIPT ARGS` would, and in which process.
 SCRIPT = """
@@ -32,7 +34,7 @@ def job(tmp_path):
     (tmp_path / "tf_config.json").write_text('{"task": {"type": "chief", "index": 0}}\n')
     task_dir = str(tmp_path / "tasks" / "chief-0")
     yield task_dir, str(tmp_path / "train.py"), str(tmp_path / "tf_config.json")
-    _supervisor.stop_warm(task_dir)
+    _warm_start.stop_warm(task_dir)
     _supervisor.stop(task_dir)
 
 
@@ -44,14 +46,14 @@ def report(task_dir):
 
 
 def ended(task_dir):
-    assert wait_until(lambda: not _supervisor.task_status(task_dir)["running"], timeout=30)
-    return _supervisor.task_status(task_dir)
+    assert wait_until(lambda: not _task_folder.task_status(task_dir)["running"], timeout=30)
+    return _task_folder.task_status(task_dir)
 
 
 def warm_ready(task_dir):
     """Start a warm Python that imports `decimal` (not loaded by a bare interpreter) and wait until it has."""
     warm = _supervisor.warm(task_dir, sys.executable, modules=["decimal"], env={"COLOR": "blue"})
-    assert os.path.isfile(os.path.join(task_dir, _supervisor.WARM_FILE))
+    assert os.path.isfile(os.path.join(task_dir, _warm_start.WARM_FILE))
     return warm
 
 
@@ -70,8 +72,8 @@ def test_a_warm_start_runs_the_script_in_the_python_that_imported_the_modules(jo
                     "tf_config": '{"task": {"type": "chief", "index": 0}}', "color": "blue",
                     "warm_module_loaded": True, "tmp": os.path.join(task_dir, "tmp")}
     assert "warm start: decimal imported since" in log and "task ended: returncode 3 (exited)" in log
-    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_FILE))
-    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_SOCKET))
+    assert not os.path.exists(os.path.join(task_dir, _warm_start.WARM_FILE))
+    assert not os.path.exists(os.path.join(task_dir, _warm_start.WARM_SOCKET))
 
 
 def test_a_script_that_raises_fails_as_it_would_cold(job):
@@ -81,8 +83,8 @@ def test_a_script_that_raises_fails_as_it_would_cold(job):
                       env_from_files={"TF_CONFIG": tf_config})
     status = ended(task_dir)
     assert (status["returncode"], status["reason"]) == (1, "exited")
-    assert "RuntimeError: bad data" in _supervisor.log_tail(task_dir)
-    assert _supervisor.failed(status)
+    assert "RuntimeError: bad data" in _task_folder.log_tail(task_dir)
+    assert _task_folder.failed(status)
 
 
 def test_another_environment_starts_the_task_cold_in_the_same_process(job):
@@ -105,7 +107,7 @@ def test_a_command_that_is_no_script_of_that_python_ends_the_warm_start(job):
     assert started["pid"] != warm["pid"]
     status = ended(task_dir)
     assert (status["returncode"], status["reason"]) == (4, "exited")
-    assert "cold" in _supervisor.log_tail(task_dir)
+    assert "cold" in _task_folder.log_tail(task_dir)
     assert wait_until(lambda: not alive(warm["pid"]) and not alive(warm["supervisor_pid"]))
 
 
@@ -113,13 +115,42 @@ def test_a_warm_start_nobody_claims_ends_by_itself_and_stop_ends_one_at_once(job
     task_dir, _script, _tf_config = job
     warm = _supervisor.warm(task_dir, sys.executable, modules=["decimal"], warm_for=1)
     assert wait_until(lambda: not alive(warm["pid"]) and not alive(warm["supervisor_pid"]), timeout=15)
-    assert not os.path.exists(os.path.join(task_dir, _supervisor.WARM_FILE))
-    assert _supervisor.task_status(task_dir)["reason"] == _supervisor.NOT_STARTED  # it never was the task
+    assert not os.path.exists(os.path.join(task_dir, _warm_start.WARM_FILE))
+    assert _task_folder.task_status(task_dir)["reason"] == _task_folder.NOT_STARTED  # it never was the task
 
     warm = warm_ready(task_dir)
-    assert _supervisor.stop_warm(task_dir) is True
+    assert _warm_start.stop_warm(task_dir) is True
     assert not alive(warm["pid"]) and not alive(warm["supervisor_pid"])
-    assert _supervisor.stop_warm(task_dir) is False
+    assert _warm_start.stop_warm(task_dir) is False
+
+
+def test_a_nodes_copy_of_the_package_warms_a_task_and_launches_it(job, tmp_path):
+    """As on a node: the warm start from a copy of the package that is gone once it has answered (a module's payload,
+    a look's zip), the launch with `python -m tfdist._supervisor` from the package laid down in a lib folder."""
+    task_dir, script, tf_config = job
+    files = _package.package_files()
+    lib = tmp_path / "lib"
+    _files.lay_down(_files.package_root(str(lib)), files)
+    payload = tmp_path / "payload.zip"
+    payload.write_bytes(_files.zip_package(files))
+    env = dict(os.environ, PYTHONPATH=str(lib), COLOR="blue")  # the same for both: no variable differs
+    warm_from_zip = ("import json, sys; sys.path.insert(0, sys.argv[1]); from tfdist import _supervisor; "
+                     "print(json.dumps(_supervisor.warm(sys.argv[2], sys.executable, ['decimal'])))")
+    warmed = subprocess.run([sys.executable, "-c", warm_from_zip, str(payload), task_dir], env=env, capture_output=True,
+                            text=True, timeout=60, check=True)
+    warm = json.loads(warmed.stdout)
+    payload.unlink()
+
+    launched = subprocess.run([sys.executable, "-m", "tfdist._supervisor", "start", "--name", "job/chief-0", "--dir",
+                               task_dir, "--env-from-file", "TF_CONFIG=" + tf_config, "--", sys.executable, script, "3"],
+                              env=env, capture_output=True, text=True, timeout=60, check=True)
+
+    assert json.loads(launched.stdout)["pid"] == warm["pid"]
+    status = ended(task_dir)
+    assert (status["returncode"], status["reason"], status["pid"]) == (3, "exited", warm["pid"])
+    seen, log = report(task_dir)
+    assert seen["warm_module_loaded"] is True and seen["argv"] == [script, "3"] and seen["color"] == "blue"
+    assert "warm start: decimal imported since" in log
 
 
 def test_a_warm_task_is_stopped_like_a_cold_one(job, tmp_path):
@@ -129,9 +160,9 @@ def test_a_warm_task_is_stopped_like_a_cold_one(job, tmp_path):
     started = _supervisor.start(task_dir, "job/ps-0", [sys.executable, str(tmp_path / "serve.py")],
                                 env={"COLOR": "blue"})
     assert started["pid"] == warm["pid"]
-    assert wait_until(lambda: "serving" in _supervisor.log_tail(task_dir))
+    assert wait_until(lambda: "serving" in _task_folder.log_tail(task_dir))
     stopped = _supervisor.stop(task_dir, timeout=10)
-    assert stopped["stopped"] is True and stopped["reason"] == _supervisor.STOPPED
+    assert stopped["stopped"] is True and stopped["reason"] == _task_folder.STOPPED
     assert not alive(started["pid"]) and not alive(started["supervisor_pid"])
 
 
@@ -163,7 +194,7 @@ def hosted(tmp_path):
     folders = []
 
     def host(count):
-        return _supervisor.warm_host(socket_path, sys.executable, count, modules=["marker"], env=env)
+        return _warm_start.warm_host(socket_path, sys.executable, count, modules=["marker"], env=env)
 
     def warm(name, host_socket=socket_path):
         folder = str(tmp_path / "tasks" / name)
@@ -179,7 +210,7 @@ def hosted(tmp_path):
 
     yield host, warm, start
     for folder in folders:
-        _supervisor.stop_warm(folder)
+        _warm_start.stop_warm(folder)
         _supervisor.stop(folder)
 
 
@@ -187,7 +218,7 @@ def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted,
     host, warm, start = hosted
     host_pid = host(3)
     folders = [warm(name)[0] for name in ("ps-0", "worker-0", "chief-0")]
-    records = [_supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE)) for folder in folders]
+    records = [_json_files.read_json(os.path.join(folder, _warm_start.WARM_FILE)) for folder in folders]
     assert [record["host"] for record in records] == [str(tmp_path / "warm-host.sock")] * 3
 
     started = [start(folders[0], "0"), start(folders[1], "raise"), start(folders[2], "3")]
@@ -208,7 +239,7 @@ def test_the_tasks_of_a_host_share_one_import_and_keep_their_own_records(hosted,
     # scheduler shares the CPU between sessions, and tasks in sessions of their own trained about 5 % slower.
     assert [seen["group"] for seen in reports] == [status["pid"] for status in statuses]
     assert {seen["session"] for seen in reports} == {host_pid}
-    assert "RuntimeError: bad data" in _supervisor.log_tail(folders[1])
+    assert "RuntimeError: bad data" in _task_folder.log_tail(folders[1])
     # The host ends once it has forked the Pythons it was started for, and takes its socket along.
     assert wait_until(lambda: not alive(host_pid) and not (tmp_path / "warm-host.sock").exists())
 
@@ -219,16 +250,16 @@ def test_a_hosted_task_is_stopped_or_killed_as_a_cold_one_would_be(hosted):
     served, killed = warm("ps-0")[0], warm("worker-0")[0]
     start(served, "sleep")
     start(killed, "sleep")
-    assert wait_until(lambda: "report" in _supervisor.log_tail(served) and "report" in _supervisor.log_tail(killed))
+    assert wait_until(lambda: "report" in _task_folder.log_tail(served) and "report" in _task_folder.log_tail(killed))
 
     stopped = _supervisor.stop(served, timeout=10)
-    assert stopped["stopped"] is True and stopped["reason"] == _supervisor.STOPPED
+    assert stopped["stopped"] is True and stopped["reason"] == _task_folder.STOPPED
     assert not alive(stopped["pid"]) and not alive(stopped["supervisor_pid"])
 
     os.kill(report(killed)[0]["pid"], signal.SIGKILL)  # the task's Python itself, as the OOM killer would
     status = ended(killed)
     assert (status["returncode"], status["reason"]) == (-9, "killed by signal 9")
-    assert _supervisor.failed(status)
+    assert _task_folder.failed(status)
 
 
 def test_a_task_whose_warm_host_is_gone_imports_on_its_own(hosted, tmp_path):

@@ -8,7 +8,7 @@ import csv
 import os
 import time
 
-from .._supervisor import now, read_json, write_json
+from .._json_files import now, read_json, write_json
 from .model import build_model, evaluate
 from .progress import log, write_scalar
 

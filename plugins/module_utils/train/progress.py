@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from .._supervisor import now, write_json
+from .._json_files import now, write_json
 
 
 def log(message):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from .. import _storage
-from .._supervisor import now, write_json
+from .._json_files import now, write_json
 from .progress import log
 
 FLAG = "--model_url"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state, _supervisor, _task_folder
 from processes import wait_until
 
 
@@ -32,6 +32,6 @@ def test_a_server_silenced_by_the_leaders_end_is_seen_with_that_end(chief, monke
 def test_a_wait_answers_at_once_when_a_task_ends(chief):
     assert _job_state.watch([chief], wait=0.5, wait_interval=0.1)["tasks"][0]["running"] is True
     _supervisor.stop(chief["dir"], timeout=5)
-    assert wait_until(lambda: not _supervisor.task_status(chief["dir"])["running"])
+    assert wait_until(lambda: not _task_folder.task_status(chief["dir"])["running"])
     seen = _job_state.watch([chief], wait=30, wait_interval=0.1)
     assert seen["waited"] < 1 and seen["tasks"][0]["reason"] == "stopped"

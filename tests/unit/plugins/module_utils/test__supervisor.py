@@ -1,18 +1,18 @@
-"""The supervisor core: what a task folder says about a task never started, running, exited or dead.
+"""The supervisor (module_utils/_supervisor.py): start, stop, the leader's port, its command line.
 
-Real processes (sleep, sh) started in-process with start(), as the training_task module does.
+Real processes (sleep, sh) started in-process with start(), as the training_task module does; what the task's folder
+then says is read with _task_folder (its own tests: test__task_folder.py).
 """
 
 import json
 import os
-import signal
 import socket
 import threading
 import time
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor, _task_folder
 from processes import alive, wait_until
 
 
@@ -24,70 +24,7 @@ def task_dir(tmp_path):
 
 
 def ended(task_dir):
-    return lambda: not _supervisor.task_status(task_dir)["running"]
-
-
-def test_a_folder_without_records_is_a_task_never_started(tmp_path):
-    status = _supervisor.task_status(str(tmp_path / "nowhere"))
-
-    assert status["running"] is False and status["reason"] == "not started"
-    assert status["pid"] is None and status["returncode"] is None
-    assert _supervisor.failed(status) is False
-    assert _supervisor.log_tail(str(tmp_path / "nowhere")) == ""
-
-
-def test_a_running_task_is_running_with_its_pids(task_dir):
-    started = _supervisor.start(task_dir, "worker-0", ["sleep", "60"])
-
-    assert started["started"] is True and alive(started["pid"]) and alive(started["supervisor_pid"])
-    status = _supervisor.task_status(task_dir)
-    assert (status["running"], status["task_running"], status["supervisor_running"]) == (True, True, True)
-    assert (status["name"], status["pid"], status["reason"]) == ("worker-0", started["pid"], None)
-    assert status["started_at"] > 0 and _supervisor.failed(status) is False
-    with open(os.path.join(task_dir, "task.pid")) as f:
-        assert int(f.read()) == started["pid"]
-
-
-def test_an_exited_task_has_its_return_code_reason_and_log(task_dir):
-    _supervisor.start(task_dir, "chief-0", ["sh", "-c", "echo to-out; echo to-err >&2; exit 3"])
-    assert wait_until(ended(task_dir))
-
-    status = _supervisor.task_status(task_dir)
-    assert (status["returncode"], status["reason"]) == (3, "exited")
-    assert status["finished_at"] >= status["started_at"]
-    assert _supervisor.failed(status) is True
-    tail = _supervisor.log_tail(task_dir, 50)
-    assert "to-out" in tail and "to-err" in tail and "[tfdist-supervise]" in tail
-    assert _supervisor.log_tail(task_dir, 1).splitlines() == [tail.splitlines()[-1]]
-
-
-def test_a_task_that_exits_cleanly_is_no_failure(task_dir):
-    _supervisor.start(task_dir, "worker-0", ["true"])
-    assert wait_until(ended(task_dir))
-
-    status = _supervisor.task_status(task_dir)
-    assert (status["returncode"], status["reason"], _supervisor.failed(status)) == (0, "exited", False)
-
-
-def test_a_task_that_died_with_its_supervisor_has_no_exit_record(task_dir):
-    started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
-    os.kill(started["supervisor_pid"], signal.SIGKILL)  # e.g. the OOM killer: no exit.json gets written
-    os.killpg(started["pid"], signal.SIGKILL)
-    assert wait_until(ended(task_dir))
-
-    status = _supervisor.task_status(task_dir)
-    assert status["reason"] == "died without exit record" and status["returncode"] is None
-    assert _supervisor.failed(status) is True
-
-
-def test_a_killed_task_is_recorded_with_its_signal(task_dir):
-    started = _supervisor.start(task_dir, "worker-1", ["sleep", "60"])
-    os.kill(started["pid"], signal.SIGKILL)
-    assert wait_until(ended(task_dir))
-
-    status = _supervisor.task_status(task_dir)
-    assert (status["returncode"], status["reason"]) == (-9, "killed by signal 9")
-    assert _supervisor.failed(status) is True
+    return lambda: not _task_folder.task_status(task_dir)["running"]
 
 
 def test_stop_ends_the_task_records_it_and_is_idempotent(task_dir):
@@ -96,18 +33,8 @@ def test_stop_ends_the_task_records_it_and_is_idempotent(task_dir):
     stopped = _supervisor.stop(task_dir, timeout=10)
 
     assert (stopped["stopped"], stopped["running"], stopped["reason"]) == (True, False, "stopped")
-    assert not alive(started["pid"]) and _supervisor.failed(stopped) is False
+    assert not alive(started["pid"]) and _task_folder.failed(stopped) is False
     assert _supervisor.stop(task_dir)["stopped"] is False
-
-
-def test_a_pid_reused_by_another_process_does_not_count_as_the_task(task_dir):
-    os.makedirs(task_dir)
-    # Our own pid with another start time: a record left over from before a reboot.
-    _supervisor.write_json(os.path.join(task_dir, "task.json"),
-                           {"name": "w", "pid": os.getpid(), "pid_starttime": 1, "supervisor_pid": None})
-
-    status = _supervisor.task_status(task_dir)
-    assert status["running"] is False and status["reason"] == "died without exit record"
 
 
 def test_start_refuses_a_running_task_and_a_missing_program(task_dir, tmp_path):
@@ -118,7 +45,7 @@ def test_start_refuses_a_running_task_and_a_missing_program(task_dir, tmp_path):
     other = str(tmp_path / "other")
     with pytest.raises(_supervisor.SupervisorError, match="/no/such/program"):
         _supervisor.start(other, "x", ["/no/such/program"])
-    assert _supervisor.task_status(other)["returncode"] == 127
+    assert _task_folder.task_status(other)["returncode"] == 127
 
 
 def test_environment_layers_reach_the_task(task_dir, tmp_path):
@@ -133,17 +60,6 @@ def test_environment_layers_reach_the_task(task_dir, tmp_path):
 
     with open(os.path.join(task_dir, "seen.txt")) as f:
         assert f.read().strip() == 's3cr3t|from-file=yes|x|{"task": {"type": "ps", "index": 0}}'
-
-
-def test_json_files_are_written_whole_and_read_back(tmp_path):
-    path = str(tmp_path / "status.json")
-    _supervisor.write_json(path, {"step": 3, "state": "running"}, indent=1)
-
-    assert _supervisor.read_json(path) == {"state": "running", "step": 3}
-    assert os.listdir(str(tmp_path)) == ["status.json"]  # no temporary file left
-    (tmp_path / "half.json").write_text('{"step": ')
-    assert _supervisor.read_json(str(tmp_path / "half.json")) is None
-    assert _supervisor.read_json(str(tmp_path / "missing.json")) is None
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -193,13 +109,6 @@ def test_a_closed_port_is_a_leader_gone():
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
     assert _supervisor.probe_leader("127.0.0.1", port, timeout=1.0) == "down"
-
-
-def test_a_bad_env_file_line_is_named(tmp_path):
-    env_file = tmp_path / "env"
-    env_file.write_text("GOOD=1\nno equals sign\n")
-    with pytest.raises(ValueError, match="env:2: expected KEY=VALUE"):
-        _supervisor.read_env_file(str(env_file))
 
 
 def test_the_command_line_prints_the_same_json_as_the_functions(task_dir, capsys):
@@ -254,27 +163,8 @@ def test_a_server_stops_at_the_announced_end_with_no_end_grace(task_dir, finishe
     # A server is done once the leader says so; another task keeps its gone_grace (30 s here).
     assert wait_until(ended(task_dir), timeout=5) is stops
     if stops:
-        status = _supervisor.task_status(task_dir)
-        assert (status["returncode"], status["reason"], _supervisor.failed(status)) == (0, "chief finished", False)
-
-
-def test_a_group_of_zombies_is_no_longer_alive():
-    leader = os.fork()
-    if leader == 0:
-        os.setsid()
-        os._exit(0)
-    # Not reaped yet: a zombie, as a task's group leader is until a slow init reaps it.
-    assert wait_until(lambda: open("/proc/%d/stat" % leader).read().split(") ")[1][0] == "Z", timeout=5)
-    try:
-        assert _supervisor.group_alive(leader) is False
-    finally:
-        os.waitpid(leader, 0)
-    assert _supervisor.group_alive(leader) is False
-
-
-def test_a_running_group_is_alive(task_dir):
-    started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
-    assert _supervisor.group_alive(started["pid"]) is True
+        status = _task_folder.task_status(task_dir)
+        assert (status["returncode"], status["reason"], _task_folder.failed(status)) == (0, "chief finished", False)
 
 
 @pytest.fixture
@@ -289,4 +179,4 @@ def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(
 
     # The end it hears first is the last run's: the chief comes back within the grace, and the server serves it.
     assert wait_until(ended(task_dir), timeout=4) is False
-    assert "announces the end" in _supervisor.log_tail(task_dir, 20)
+    assert "announces the end" in _task_folder.log_tail(task_dir, 20)

@@ -87,7 +87,8 @@ def test_the_training_program_comes_in_the_same_call(run, tmp_path):
 
 
 def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_starts_none(run, tmp_path):
-    from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+    from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+    from ansible_collections.tfdist.cluster.plugins.module_utils._warm_start import WARM_FILE, stop_warm
 
     job = tmp_path / "job"
     folders = [str(job / "tasks" / task["name"]) for task in TASKS]
@@ -95,28 +96,29 @@ def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_st
     try:
         first = run(**options)
         assert sorted(first["warm"]) == ["ps-0", "worker-0", "worker-1"]
-        records = [_supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE)) for folder in folders]
+        records = [read_json(os.path.join(folder, WARM_FILE)) for folder in folders]
         assert all(record and record["python"] == sys.executable for record in records)
         for folder in folders:
-            _supervisor.stop_warm(folder)
+            stop_warm(folder)
 
         assert run(**options)["warm"] == []  # nothing changed: nothing starts
         assert run(**dict(options, scripts={"worker-1": "x = 2\n"}))["warm"] == ["worker-1"]
         assert run(check_mode=True, **dict(options, script="x = 3\n"))["warm"] == []
     finally:
         for folder in folders:
-            _supervisor.stop_warm(folder)
+            stop_warm(folder)
 
 
 @pytest.mark.parametrize("gpus, shared", [(0, ["ps-0", "worker-0", "worker-1"]), (2, [])])
 def test_tasks_that_share_an_environment_share_one_import_and_a_gpu_task_imports_alone(run, tmp_path, gpus, shared):
-    from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+    from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+    from ansible_collections.tfdist.cluster.plugins.module_utils._warm_start import WARM_FILE, stop_warm
 
     folders = {task["name"]: str(tmp_path / "job" / "tasks" / task["name"]) for task in TASKS}
     try:
         result = run(script="x = 1\n", gpus=gpus, warm_python=sys.executable, warm_modules=["json"])
         assert sorted(result["warm"]) == ["ps-0", "worker-0", "worker-1"]
-        hosts = {name: _supervisor.read_json(os.path.join(folder, _supervisor.WARM_FILE))["host"]
+        hosts = {name: read_json(os.path.join(folder, WARM_FILE))["host"]
                  for name, folder in folders.items()}
         # Without GPUs the three differ only in their TFDIST_* variables: one warm host. With GPUs each worker has a
         # CUDA_VISIBLE_DEVICES of its own (read when TensorFlow starts CUDA), and the ps is left alone.
@@ -124,7 +126,7 @@ def test_tasks_that_share_an_environment_share_one_import_and_a_gpu_task_imports
         assert len({host for host in hosts.values() if host}) == (1 if shared else 0)
     finally:
         for folder in folders.values():
-            _supervisor.stop_warm(folder)
+            stop_warm(folder)
 
 
 def test_the_dataset_comes_in_the_same_call_and_is_rewritten_only_when_it_differs(run, tmp_path):

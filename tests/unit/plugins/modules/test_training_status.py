@@ -4,22 +4,13 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_status
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
-
-
-def supervise(*args):
-    out = subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
 
 
 @pytest.fixture
@@ -30,16 +21,13 @@ def job(tmp_path):
 
     def start(name, *command, **options):
         task_dir = str(work / "tasks" / name)
-        extra = []
-        for key, value in options.items():
-            extra += ["--" + key.replace("_", "-"), str(value)]
-        supervise("start", "--name", name, "--dir", task_dir, *extra, "--", *command)
+        _supervisor.start(task_dir, name, list(command), **options)
         return {"name": name, "dir": task_dir}
 
     start.work_dir = str(work)
     yield start
     for task_dir in (work / "tasks").iterdir():
-        subprocess.run([sys.executable, SUPERVISOR, "stop", "--dir", str(task_dir)], capture_output=True, check=False)
+        _supervisor.stop(str(task_dir))
 
 
 @pytest.fixture
@@ -101,7 +89,7 @@ def test_task_that_died_with_its_supervisor_counts_as_failed(probe, job):
 
 def test_stopped_and_never_started_tasks_are_not_failures(probe, job, tmp_path):
     task = job("worker-1", "sleep", "60")
-    supervise("stop", "--dir", task["dir"])
+    _supervisor.stop(task["dir"])
     never = {"name": "worker-2", "dir": str(tmp_path / "nowhere")}
 
     result = probe(tasks=[task, never])

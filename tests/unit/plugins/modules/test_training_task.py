@@ -3,17 +3,13 @@
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_task
 from processes import alive, wait_until
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SUPERVISOR = os.path.join(REPO, "plugins", "module_utils", "_supervisor.py")
 
 
 @pytest.fixture
@@ -22,7 +18,7 @@ def task_dir(tmp_path):
     yield str(path)
     # Never leave a test's process behind.
     if path.is_dir():
-        subprocess.run([sys.executable, SUPERVISOR, "stop", "--dir", str(path)], capture_output=True, check=False)
+        _supervisor.stop(str(path))
 
 
 @pytest.fixture

@@ -4,7 +4,9 @@ Things are killed for real: a TF process on cloud=local, node containers on clou
 """
 
 import os
+import re
 import signal
+import threading
 import time
 
 import numpy as np
@@ -43,6 +45,24 @@ def finish(deploy, timeout=900):
             deploy.kill()
 
 
+def follow(deploy, timeout=900):
+    """The deploy's output once it has ended, as (time read, line) pairs: when each line was printed."""
+    lines = []
+
+    def read():
+        for line in deploy.stdout:
+            lines.append((time.time(), line))
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deploy.wait(timeout=timeout)
+    finally:
+        if deploy.poll() is None:
+            deploy.kill()
+    reader.join(timeout=10)
+    return lines
+
+
 def test_killed_worker_process_is_restarted_on_local(cluster_name):
     base = free_port_block(4)
     steps = 6000
@@ -65,8 +85,36 @@ def test_killed_worker_process_is_restarted_on_local(cluster_name):
     assert [(loss["task"], loss["node_gone"]) for loss in restart["losses"]] == [("worker-1", False)]
     assert "killed by signal 9" in restart["losses"][0]["why"]
     assert restart["replaced"] == [] and restart["resumed_from"] == summary["initial_step"]
+    # The job had trained: its loss is a one-off, restarted without a wait.
+    assert restart["progressed"] is True and restart["backoff_seconds"] == 0
     assert_model_predicts(cluster_name)
     assert tf_processes(job_dir) == []
+
+
+def test_a_script_that_fails_the_same_way_at_every_launch_is_not_restarted_again(cluster_name, tmp_path):
+    """A module the nodes lack fails every launch before its first step: the deploy gives up after the second
+    launch, one backoff later, naming the failure, instead of spending tf_max_restarts on it (5 restarts, 310 s of
+    backoff)."""
+    script = tmp_path / "train.py"
+    script.write_text("import tfdist_no_such_module  # noqa: F401  (no node has it)\n")
+    base = free_port_block(3)
+    deploy = start_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                            "tf_workers=1", "tf_ps=1", f"tf_script={script}", "tf_restart=on_failure",
+                            "tf_max_restarts=5")
+    lines = follow(deploy)
+    out = "".join(line for at, line in lines)
+
+    assert deploy.returncode != 0, out[-5000:]
+    given_up = re.search(r"the job fails the same way on every launch \(((?:chief|worker|ps)-0(?:, )?)+: exit 1, "
+                         r"\"ModuleNotFoundError: No module named 'tfdist_no_such_module'\"\); not restarting", out)
+    assert given_up, out[-5000:]
+    # The output wraps long messages.
+    assert "waiting 10 s (the job took no step since its launch)" in " ".join(out.split()), out[-5000:]
+    assert "restart 2 of at most 5" not in out, out[-5000:]
+    # From the first restart to the end: its 10 s of backoff, one relaunch and the look that sees it fail again.
+    restarted = min(at for at, line in lines if "restart 1 of at most 5" in line)
+    assert lines[-1][0] - restarted < 90, f"{lines[-1][0] - restarted:.0f} s from the first restart to the end"
+    assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
 
 def test_a_rerun_after_a_lost_controller_and_chief_starts_every_task_of_the_job_anew(cluster_name):

@@ -19,13 +19,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
+from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
 # The settings the rules read, each passed by the task as the command line gave it.
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
-            "tf_restart", "tf_idle_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
+            "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
             "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from", "tf_hdfs_ports", "teardown")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
@@ -113,9 +114,16 @@ def choice_errors(s):
     if s["tf_restart"] not in ("never", "on_failure"):
         yield ("tf_restart: must be never or on_failure (replace what was lost and resume), got '%s'"
                % text(s["tf_restart"]))
-    if not MINUTES.match(text(s["tf_idle_minutes"])):
-        yield ("tf_idle_minutes: must be a number of minutes >= 0 (0 turns the idle guard off), got '%s'"
-               % text(s["tf_idle_minutes"]))
+    idle = text(s["tf_idle_minutes"])
+    if not MINUTES.match(idle) or 0 < float(idle) < 1:
+        yield ("tf_idle_minutes: must be 0 (the idle guard off) or a number of minutes >= 1 (a node idle for less "
+               "may power off between two steps of a deploy), got '%s'" % idle)
+    if not MINUTES.match(text(s["tf_stall_minutes"])):
+        yield ("tf_stall_minutes: must be a number of minutes >= 0 (a job with no step for this long is lost; 0 never "
+               "calls it stalled), got '%s'" % text(s["tf_stall_minutes"]))
+    why = deadline_error(text(s["tf_deadline"]))
+    if why:
+        yield "tf_deadline: %s" % why
     if s["tf_worker_loss"] not in ("fail", "tolerate"):
         yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
     for cidr in s["tf_ssh_from"]:  # the list of CIDRs the firewall gets (provision_ssh_from)
@@ -154,11 +162,46 @@ def cidr_error(cidr):
     return ""
 
 
+def deadline_error(deadline):
+    """Why tf_deadline is not a duration a job may run, '' when it is (or is empty: no deadline)."""
+    if not deadline:
+        return ""
+    try:
+        seconds = parse_duration(deadline)
+    except ValueError as error:
+        return str(error)
+    return "" if seconds > 0 else "must be longer than 0 (leave it empty for no deadline), got '%s'" % deadline
+
+
+def compile_error(path):
+    """Why a Python script does not compile (FILE, line N: the error and the line), '' when it does.
+
+    A script that does not compile fails the same way on every node and every restart: it is refused before anything
+    is created. A Jinja template (*.j2) is only Python once rendered for a task, so it is not compiled here.
+    """
+    if path.endswith(".j2"):
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            compile(handle.read(), path, "exec", dont_inherit=True)
+    except SyntaxError as error:  # IndentationError and TabError included
+        where = "%s, line %s" % (path, error.lineno) if error.lineno else path
+        code = " ('%s')" % error.text.strip() if error.text and error.text.strip() else ""
+        return "%s: %s: %s%s" % (where, type(error).__name__, error.msg, code)
+    except (OSError, ValueError) as error:
+        return "%s: %s" % (path, error)
+    return ""
+
+
 def script_errors(s, script_path):
     if not text(s["tf_script"]):
         return
     if not os.path.isfile(script_path):
         yield "tf_script: %s does not exist on the controller (or is not a file)" % text(s["tf_script"])
+        return
+    why = compile_error(script_path)
+    if why:
+        yield "tf_script: the script does not compile: %s" % why
     if s["tf_script_interface"] not in ("tf_config", "flags"):
         yield "tf_script_interface: must be tf_config or flags, got '%s'" % text(s["tf_script_interface"])
 

@@ -7,6 +7,10 @@ read-only tfdist.cluster.training_status module. A module alone could not show
 progress while it runs; an action plugin can print between polls. A host that is the
 controller's own machine (a local connection, no become) is looked at in this process,
 with the module's own code: no Python started there every few seconds beside the training.
+
+What ends a job besides its end (module_utils/_liveness.py has the rules): a task that died, a peer silent for
+longer than a blip, a stall (no step, or a process the kernel holds, for the stall time) and the deadline the user
+set. Running long never does: without a deadline a job is watched as long as it makes progress.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from ansible.utils.display import Display
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader, task_folders
+from ansible_collections.tfdist.cluster.plugins.module_utils._failures import failure_line
+from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import (
+    Frozen, Progress, Silence, clock_time, format_duration, frozen_message, parse_duration, stall_message)
 
 display = Display()
 
@@ -28,16 +35,26 @@ ARGUMENT_SPEC = {
     "cluster_tasks": {"type": "list", "elements": "dict", "required": True},
     "host": {"type": "str", "required": True},
     "poll_interval": {"type": "float", "default": 2.0},
-    "timeout": {"type": "float", "default": 3600.0},
+    # 0: no limit. Past it the watch stops following and fails; the job goes on (a re-run of deploy watches it again).
+    "timeout": {"type": "float", "default": 0.0},
+    # A duration (2h, 90m, 1h30m): past deadline_from + deadline the job is stopped. '' : none.
+    "deadline": {"type": "str", "default": ""},
+    "deadline_from": {"type": "float"},
+    "stall_seconds": {"type": "float", "default": 900.0},
+    "unreachable_grace": {"type": "float", "default": 60.0},
     "progress_every": {"type": "float", "default": 2.0},
     "startup_grace": {"type": "float", "default": 180.0},
     "tail_lines": {"type": "int", "default": 25},
     "linger_timeout": {"type": "float", "default": 60.0},
     "worker_loss": {"type": "str", "default": "fail", "choices": ["fail", "tolerate"]},
     "strategy": {"type": "str", "default": "parameter_server"},
-    "connection_retries": {"type": "int", "default": 3},
     "stop_file": {"type": "path", "default": ""},
 }
+# The key of this host's own connection in a Silence (the others are HOST:PORT addresses).
+CONNECTION = "connection"
+# How long after the deadline the watch of a host without the leader waits for the leader's host to stop the job
+# (the leader goes first: its last checkpoint needs the parameter servers).
+DEADLINE_SLACK = 120.0
 
 
 def format_progress(status):
@@ -76,17 +93,17 @@ def mark_stopped(stop_file, host):
         pass  # another watch failed first, or the folder is gone: either way the others stop
 
 
-def unanswered(unreachable, seen_up, status, grace_over):
-    """The addresses of other hosts' tasks that count as lost: one that never answered within the start-up
-    grace period, or one that stopped answering after having answered while the leader's status says
-    steps remain (multi_worker_mirrored workers, and a classic cluster's other workers, leave as soon as
-    the last step is done). A script that reports no status cannot tell a clean exit from a crash here:
+def unanswered(gone, never_heard, status, grace_over):
+    """The addresses of other hosts' tasks that count as lost: one that never answered within the start-up grace
+    period (never_heard), or one that answered and then stayed silent for longer than a blip (gone) while the
+    leader's status says steps remain (multi_worker_mirrored workers, and a classic cluster's other workers, leave
+    as soon as the last step is done). A script that reports no status cannot tell a clean exit from a crash here:
     that task's own host's watch reads its exit code."""
     state = status.get("state")
     if state not in (None, "starting", "running") or (status.get("step") or 0) >= (status.get("target_steps") or 1):
         return []
     reports_steps = state is not None
-    return sorted(a for a in unreachable if (a in seen_up and reports_steps) or (a not in seen_up and grace_over))
+    return sorted(set(gone if reports_steps else ()) | set(never_heard if grace_over else ()))
 
 
 def this_run(status, leading_task):
@@ -102,22 +119,34 @@ def how_it_ended(task):
     """Why a task of this host is no longer running: its exit code, or its supervisor's reason."""
     code = task.get("returncode")
     how = f"exited with code {code}" if code is not None else "died without an exit code"
-    if task.get("reason"):
+    if task.get("reason") and task["reason"] != "exited":
         how += f" ({task['reason']})"
     return how
 
 
-def loss(task, why, node_gone=False):
-    """One lost TF task, as the deploy's restart policy records it."""
-    return {"task": task["name"], "host": task["host"], "why": why, "node_gone": node_gone}
+def loss(task, why, node_gone=False, error=""):
+    """One lost TF task, as the deploy's restart policy records it: error is what its log says went wrong (the
+    exception line, or the last line it wrote), '' when there is none to read."""
+    return {"task": task["name"], "host": task["host"], "why": why, "node_gone": node_gone,
+            "returncode": task.get("returncode"), "error": error}
+
+
+def died(task, host):
+    """The loss of a task of this host that ended badly."""
+    error = task.get("error") or {}
+    how = how_it_ended(task)
+    if failure_line(error):
+        how += ": " + failure_line(error)
+    return loss(dict(task, host=host), how, error=error.get("error") or "")
 
 
 def describe_failure(task, host):
-    how = how_it_ended(task)
+    """The message of a task that ended badly: how it ended, the exception its log ends with and where it was
+    raised, then the last lines of its log."""
     tail = task.get("log_tail") or ""
     if isinstance(tail, list):
         tail = "\n".join(tail)
-    return f"TF task {task['name']} on {host} {how}. Last lines of its log:\n{tail}"
+    return f"TF task {task['name']} on {host} {died(task, host)['why']}. Last lines of its log:\n{tail}"
 
 
 class ActionModule(ActionBase):
@@ -136,20 +165,32 @@ class ActionModule(ActionBase):
             mark_stopped(args["stop_file"], args["host"])
             self.stop_tasks(args, task_vars)
             raise
-        if result.get("failed"):
-            if not result.get("stopped_by"):
-                mark_stopped(args["stop_file"], args["host"])
-            if not result.get("node_gone"):
-                result["stopped_tasks"] = self.stop_tasks(args, task_vars)
+        if not result.get("failed") or result.get("detached"):
+            return result  # a watch that stopped following leaves the job running, as the user asked
+        if result.get("deadline_reached"):
+            # This host's tasks first, the leader among them writing its last checkpoint while the others serve.
+            result["stopped_tasks"] = self.stop_tasks(args, task_vars)
+            mark_stopped(args["stop_file"], args["host"])
+            return result
+        if not result.get("stopped_by"):
+            mark_stopped(args["stop_file"], args["host"])
+        if not result.get("node_gone"):
+            result["stopped_tasks"] = self.stop_tasks(args, task_vars)
         return result
 
-    def stop_tasks(self, args, task_vars):
-        """Stop this host's tasks as soon as its watch fails; the names of those that were still running.
+    def stop_tasks(self, args, task_vars, names=None):
+        """Stop this host's tasks (those named, or all) as soon as its watch fails; the names of those that were
+        still running. The leader goes first: stopped, it writes its last checkpoint while its servers still serve.
 
         Nothing may keep running (and paying) once nobody watches it, and a leader that trains on after a loss
         can finish the job before the play moves on (another host's watch may wait for SSH timeouts).
         """
-        local = [t for t in args["cluster_tasks"] if t["host"] == args["host"]]
+        try:
+            leading = leader(args["cluster_tasks"])["name"]
+        except ClusterError:
+            leading = None
+        local = sorted((t for t in args["cluster_tasks"] if t["host"] == args["host"]
+                        and (names is None or t["name"] in names)), key=lambda t: t["name"] != leading)
         if not local or self._task.check_mode:
             return []
         try:
@@ -170,11 +211,16 @@ class ActionModule(ActionBase):
         result = {}
         host = args["host"]
         local = [t for t in args["cluster_tasks"] if t["host"] == host]
+        kinds = {t["name"]: t["type"] for t in local}
         remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
         try:
             leading = leader(args["cluster_tasks"])
         except ClusterError as error:
             raise AnsibleActionFail(f"cluster_tasks: {error}") from error
+        try:
+            deadline = parse_duration(args["deadline"]) if args["deadline"] else None
+        except ValueError as error:
+            raise AnsibleActionFail(f"deadline: {error}") from error
         # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
         watches_leader = leading["host"] == host
         probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_leader else {}
@@ -190,14 +236,22 @@ class ActionModule(ActionBase):
             "wait_interval": args["poll_interval"],
         }
 
+        # Durations on the controller's clock; wall-clock times only for the deadline and the messages.
         started = time.monotonic()
-        seen_up = set()
+        began = time.time()
+        deadline_at = (args["deadline_from"] or began) + deadline if deadline is not None else None
+        if watches_leader:
+            result["progressed"] = False
+        progress = Progress(args["stall_seconds"], began)
+        frozen = Frozen(args["stall_seconds"])
+        silence = Silence(args["unreachable_grace"])
+        silence.see(CONNECTION, True, began)  # the launch has just reached this host
         last_step, last_print = None, 0.0
         leader_done_at = None
         # ParameterServerStrategy goes on without a worker; every other loss stops the job.
         tolerate = args["worker_loss"] == "tolerate" and args["strategy"] == "parameter_server"
         only_workers = bool(local) and all(t["type"] == "worker" for t in local)
-        lost, connection_errors = [], 0
+        lost = []
         status = {}
         # cloud=local: the job runs on this machine, where a module run every few seconds takes CPU from it.
         here = self._connection.transport == "local" and not self._play_context.become
@@ -211,27 +265,30 @@ class ActionModule(ActionBase):
                         module_args=module_args,
                         task_vars=task_vars,
                     )
-                connection_errors = 0
             except AnsibleConnectionFailure as error:
-                # One dropped connection is not a lost host: try a few polls more.
-                connection_errors += 1
+                now = time.time()
+                silence.see(CONNECTION, False, now)
                 # Once another host's watch has failed, one more try is not worth a connection timeout.
                 failed_elsewhere = args["stop_file"] and stopped_elsewhere(args["stop_file"], host)
-                if connection_errors < args["connection_retries"] and not failed_elsewhere:
+                # A connection that drops for less than the grace is a blip: the host is asked again.
+                if not silence.gone(CONNECTION, now) and not failed_elsewhere:
                     time.sleep(args["poll_interval"])
                     continue
+                silent = format_duration(silence.silent_for(CONNECTION, now))
                 if not (tolerate and only_workers):
                     # Not raised as unreachable: the host stays in the play, for the deploy to replace its node.
                     result.update(failed=True, node_gone=True,
                                   losses=[loss(t, "its node stopped answering", node_gone=True) for t in local],
-                                  msg=f"{host} stopped answering ({error}); its task(s) "
+                                  msg=f"{host} stopped answering for {silent} ({error}); its task(s) "
                                       f"{', '.join(t['name'] for t in local) or 'none'} are lost.")
                     return result
                 names = ", ".join(t["name"] for t in local)
-                display.warning(f"{host} is gone ({error}); its task(s) {names} are lost. "
+                display.warning(f"{host} is gone for {silent} ({error}); its task(s) {names} are lost. "
                                 "Training goes on with the other workers (worker_loss=tolerate).")
                 result.update(changed=False, lost_tasks=[t["name"] for t in local])
                 return result
+            now = time.time()
+            silence.see(CONNECTION, True, now)
             if probe.get("failed"):
                 result.update(failed=True, msg=f"could not read the job's state on {host}: {probe.get('msg')}")
                 return result
@@ -240,7 +297,7 @@ class ActionModule(ActionBase):
 
             failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
             for task in failed:
-                if (tolerate and task["type"] == "worker" and task["name"] != leading["name"]
+                if (tolerate and kinds.get(task["name"]) == "worker" and task["name"] != leading["name"]
                         and task["name"] not in lost):
                     display.warning(describe_failure(task, host) + "\nTraining goes on with the other workers.")
                     lost.append(task["name"])
@@ -249,7 +306,7 @@ class ActionModule(ActionBase):
                 result.update(
                     failed=True,
                     failed_tasks=[t["name"] for t in failed],
-                    losses=[loss(dict(t, host=host), how_it_ended(t)) for t in failed],
+                    losses=[died(t, host) for t in failed],
                     msg="\n\n".join(describe_failure(t, host) for t in failed),
                 )
                 return result
@@ -261,22 +318,25 @@ class ActionModule(ActionBase):
 
             elapsed = time.monotonic() - started
             unreachable = set(probe.get("unreachable") or [])
-            seen_up |= set(probe_names) - unreachable
-            trained = status.get("state") == "running" and status.get("first_step_at")
+            for address in probe_names:
+                silence.see(address, address not in unreachable, now)
             tasks = {t["name"]: t for t in probe["tasks"]}
             leading_task = tasks.get(leading["name"])
-            if watches_leader and "resumed_from" not in result and status.get("initial_step") is not None \
-                    and this_run(status, leading_task):
+            ours = this_run(status, leading_task)
+            trained = status.get("state") == "running" and status.get("first_step_at")
+            if watches_leader and ours:
+                result["progressed"] = bool(status.get("first_step_at"))
+            if watches_leader and "resumed_from" not in result and status.get("initial_step") is not None and ours:
                 # The step this run started from. Read from any status of this run, "done" included: a job
                 # relaunched near its end can finish between two polls without a "running" one.
                 result["resumed_from"] = status["initial_step"]
                 if result["resumed_from"]:
                     display.display(f"[{host}] resumed from the checkpoint of step {result['resumed_from']}")
             if watches_leader and trained and status.get("step") != last_step:
-                now = time.monotonic()
-                if now - last_print >= args["progress_every"]:
+                moment = time.monotonic()
+                if moment - last_print >= args["progress_every"]:
                     display.display(f"[{host}] {format_progress(status)}")
-                    last_step, last_print = status.get("step"), now
+                    last_step, last_print = status.get("step"), moment
 
             leader_done = leading_task is not None and not leading_task["running"] and leading_task.get("returncode") == 0
             if leader_done and leader_done_at is None:
@@ -294,7 +354,9 @@ class ActionModule(ActionBase):
                 result.update(changed=False, tasks=list(tasks.values()), lost_tasks=lost, elapsed=round(elapsed, 1))
                 return result
 
-            dead = unanswered(unreachable, seen_up, status, elapsed > args["startup_grace"])
+            gone = [a for a in probe_names if silence.gone(a, now)]
+            never_heard = [a for a in unreachable if not silence.heard(a)]
+            dead = unanswered(gone, never_heard, status, elapsed > args["startup_grace"])
             for address in dead:
                 task = probe_names[address]
                 if tolerate and task["type"] == "worker" and task["name"] != leading["name"] and task["name"] not in lost:
@@ -304,18 +366,63 @@ class ActionModule(ActionBase):
             dead = [a for a in dead if probe_names[a]["name"] not in lost]
             if watches_leader and dead and not leader_done:
                 names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
+                silent = {a: format_duration(silence.silent_for(a, now)) for a in dead}
                 result.update(
                     failed=True,
                     failed_tasks=[probe_names[a]["name"] for a in sorted(dead)],
-                    losses=[loss(probe_names[a], f"stopped answering on {a}") for a in sorted(dead)],
+                    losses=[loss(probe_names[a], f"stopped answering on {a}"
+                                 + (f" for {silent[a]}" if silence.heard(a) else " since its launch"))
+                            for a in sorted(dead)],
                     msg=f"TF task(s) {names} stopped answering while {leading['name']} leads the training. "
                         "Its host's own watch reports its log; see also the task logs under the job folder.",
                 )
                 return result
 
-            if elapsed > args["timeout"]:
-                result.update(failed=True, msg=f"training did not finish within timeout={args['timeout']:.0f}s "
-                                               f"(last progress: {format_progress(status) if status else 'none'})")
+            stalled = self.stalls(tasks, leading, status, ours, progress, frozen, now, host)
+            for task, why in list(stalled):
+                if tolerate and kinds.get(task["name"]) == "worker" and task["name"] != leading["name"]:
+                    display.warning(f"TF task {task['name']} on {host} {why}. "
+                                    "Training goes on with the other workers (worker_loss=tolerate).")
+                    self.stop_tasks(args, task_vars, names=[task["name"]])
+                    lost.append(task["name"])
+                    stalled.remove((task, why))
+            if stalled:
+                result.update(failed=True, failed_tasks=[task["name"] for task, why in stalled],
+                              losses=[loss(dict(task, host=host), why) for task, why in stalled],
+                              msg="\n".join(f"TF task {task['name']} on {host} {why}." for task, why in stalled))
+                return result
+
+            if deadline_at is not None and now >= deadline_at + (0 if watches_leader else DEADLINE_SLACK):
+                where = f" at {format_progress(status)}" if status else ""
+                result.update(failed=True, deadline_reached=True,
+                              msg=f"the job reached its deadline ({format_duration(deadline)} after "
+                                  f"{clock_time(deadline_at - deadline)}) and was stopped{where}. It keeps its latest "
+                                  "checkpoint: a later deploy with a later deadline resumes from it.")
+                return result
+            if args["timeout"] and elapsed > args["timeout"]:
+                result.update(failed=True, detached=True,
+                              msg=f"stopped watching after {format_duration(args['timeout'])} (the watch's timeout; "
+                                  f"last progress: {format_progress(status) if status else 'none'}). The job goes on: "
+                                  "run the same deploy again to watch it.")
                 return result
             if (probe.get("waited") or 0) < args["poll_interval"]:
                 time.sleep(args["poll_interval"])  # it answered at once: tasks that ended linger, or it has news
+
+    @staticmethod
+    def stalls(tasks, leading, status, ours, progress, frozen, now, host):
+        """[(task, why)] of this host's running tasks that stalled: the leader without progress (its step, or its
+        log without a status.json of this run), any task whose process the kernel has held for the stall time."""
+        found = []
+        for task in tasks.values():
+            frozen.see(task["name"], task.get("process") if task["running"] else None, now)
+        leading_task = tasks.get(leading["name"])
+        if leading_task is not None and leading_task["running"]:
+            progress.see(("step", status.get("step")) if ours else ("log", leading_task.get("log_size")), now)
+            silent = progress.stalled(now, status.get("steps_per_sec") if ours else None)
+            if silent is not None:
+                why = stall_message(status if ours else None, silent, progress.moved_at, frozen.state(leading["name"]))
+                found.append((dict(leading_task, host=host), why))
+        for name, state, seconds in frozen.stalled(now):
+            if name != leading["name"] and name in tasks:
+                found.append((dict(tasks[name], host=host), frozen_message(state, seconds)))
+        return found

@@ -11,20 +11,63 @@ from __future__ import annotations
 import os
 import time
 
+from ._failures import error_in
 from ._json_files import read_json
 from ._supervisor import parse_host_port, tcp_answers
-from ._task_folder import failed, log_tail, task_status
+from ._task_folder import LOG_NAME, failed, log_tail, task_status
 
 # What a look reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
+# How much of the end of a failed task's log is searched for its traceback: a tensor printed in an exception's
+# message can fill the last lines, and the traceback is above them.
+ERROR_SEARCH_BYTES = 256 * 1024
+
+
+def process_state(pgid):  # TEMPORARY until _task_folder has its own
+    states = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                states.add(fields[0])
+    if states & {"T", "t"}:
+        return "stopped"
+    if "D" in states:
+        return "uninterruptible"
+    return "running" if states else None
+
+
+def log_end(path, size):
+    """The last `size` bytes of a file as text, '' when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - size))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def task_state(name, task_dir, tail_lines):
-    """The task's state as the supervisor recorded it, with the end of its log once it is not running."""
+    """The task's state as the supervisor recorded it. While it runs: its log's size (a script that writes no
+    status.json makes progress by writing) and whether the kernel holds its processes (`process`: running, stopped,
+    uninterruptible). Once it is not running: the end of its log, and the error that log ends with."""
     status = task_status(task_dir)
     state = dict(name=name, **{key: status[key] for key in TASK_KEYS})
-    if not state["running"]:
+    log_path = os.path.join(task_dir, LOG_NAME)
+    if state["running"]:
+        try:
+            state["log_size"] = os.path.getsize(log_path)
+        except OSError:
+            state["log_size"] = None
+        state["process"] = process_state(status["pid"]) if status["task_running"] else None
+    else:
         state["log_tail"] = log_tail(task_dir, tail_lines)
+        state["error"] = error_in(log_end(log_path, ERROR_SEARCH_BYTES))
     return state
 
 

@@ -132,6 +132,24 @@ tasks:
     log_tail:
       description: The last O(tail_lines) lines of task.log; only for a task that is not running.
       type: str
+    error:
+      description:
+        - What the log of a task that is not running says went wrong, read from its last 256 KiB; only for a task that
+          is not running. C(error) is the exception line of its last Python traceback (shortened), C(where) the
+          frame that raised it (C(FILE:LINE in FUNCTION)) and C(line) that line's source; without a traceback,
+          C(error) is the last line the task wrote.
+      type: dict
+      version_added: 0.5.0
+    log_size:
+      description: Bytes of task.log; only for a running task (a script that writes no status.json shows progress
+        by writing).
+      type: int
+      version_added: 0.5.0
+    process:
+      description: C(stopped) when a process of the task is stopped (SIGSTOP), C(uninterruptible) when one is in
+        uninterruptible sleep (a hung disk, NFS mount or device), else C(running); only for a running task.
+      type: str
+      version_added: 0.5.0
 status:
   description: The chief's status.json (state, step, target_steps, initial_step, loss, examples_per_sec,
     eta_seconds, started_at, first_step_at, updated_at, ...), null when absent.

@@ -14,8 +14,11 @@ description:
     within a poll, with one Python started on the host every O(progress_every) seconds rather than every poll.
   - On the host that runs the leader (the chief, or worker 0 of a cluster without one), prints a progress line (step, loss, examples/s, ETA) as
     training advances and checks that the TF tasks of the other hosts still answer on their ports.
-  - Fails as soon as a task of this host exits with an error or dies, naming the task and showing
-    the tail of its log; or when a task on another host stops answering while the chief trains.
+  - Fails as soon as a task of this host exits with an error or dies, naming the task, the exception its log ends
+    with and the line that raised it, then the tail of its log; when a task on another host, or this host itself,
+    stays silent for longer than O(unreachable_grace) (a shorter silence is a network blip); when the job stalls
+    (see O(stall_seconds)); and at the O(deadline).
+  - Running long never fails it. Without O(deadline) and O(timeout) a job that makes progress is watched to its end.
   - Returns when the leader has finished successfully; on other hosts, when their tasks have ended cleanly.
   - On the leader's host, a job that resumed from a checkpoint says from which step, once.
   - When the watch fails (but not when its host is gone), it stops this host's tasks with
@@ -44,9 +47,45 @@ options:
     type: float
     default: 2.0
   timeout:
-    description: Seconds after which the watch gives up and fails.
+    description:
+      - Seconds after which the watch stops following the job and fails with RV(detached), leaving the job running
+        (a later watch follows it again). V(0) follows it to its end.
+      - It never stops the job; O(deadline) does.
     type: float
-    default: 3600.0
+    default: 0.0
+  deadline:
+    description:
+      - The longest the job may run, as a duration (V(90s), V(45m), V(12h), V(2d), V(1h30m)), from O(deadline_from).
+        Empty, the default, for none.
+      - Past it, the watch of the leader's host stops that host's tasks, the leader first (the training program then
+        writes a checkpoint of a parameter_server job), marks O(stop_file) so the other watches stop theirs, and
+        fails with RV(deadline_reached). The watches of other hosts stop their tasks by themselves two minutes later
+        if no mark came.
+    type: str
+    default: ""
+    version_added: 0.5.0
+  deadline_from:
+    description: When the O(deadline) starts, in seconds since the epoch (the job's first launch); default now.
+    type: float
+    version_added: 0.5.0
+  stall_seconds:
+    description:
+      - A job that makes no progress for this long is lost, as a task that died is, and the watch fails naming it
+        in RV(losses). No progress is the leader's step not moving (for a script that writes no C(status.json), its
+        log not growing), since its launch or its last step; or any task of this host whose processes the kernel
+        holds (stopped by SIGSTOP, or in uninterruptible sleep).
+      - Never less than 20 of the job's recent step intervals (its C(steps_per_sec)). V(0) turns the rule off.
+    type: float
+    default: 900.0
+    version_added: 0.5.0
+  unreachable_grace:
+    description:
+      - Seconds this host (its connection) or a task of another host (its port) may stay silent before it counts as
+        lost. A shorter silence is a network blip, and the watch asks again.
+      - The same grace as the servers' own wait for their leader (C(training_gone_grace)).
+    type: float
+    default: 60.0
+    version_added: 0.5.0
   progress_every:
     description: Least number of seconds between two progress lines.
     type: float
@@ -77,10 +116,6 @@ options:
     description: The job's distribution strategy; only V(parameter_server) can tolerate a lost worker.
     type: str
     default: parameter_server
-  connection_retries:
-    description: Polls in a row that may fail to reach the host before it counts as gone.
-    type: int
-    default: 3
   stop_file:
     description:
       - A file on the controller shared by the watches of one job (one per host). The first watch that fails
@@ -141,16 +176,18 @@ failed_tasks:
   elements: str
 losses:
   description:
-    - The TF tasks this watch found lost, each with C(task), C(host), C(why) (its exit code, or that it stopped
-      answering) and C(node_gone) (the whole host stopped answering). deploy.yml's restart policy replaces
-      and relaunches from these.
-    - Empty when the watch failed for another reason (a timeout, another host's failure).
+    - The TF tasks this watch found lost, each with C(task), C(host), C(why) (its exit code and the exception it
+      raised, that it stopped answering, or that it stalled), C(node_gone) (the whole host stopped answering),
+      C(returncode) (null while it runs or when its node is gone) and C(error) (the exception line of its log, or the
+      last line it wrote; empty when there is none to read). deploy.yml's restart policy replaces and relaunches
+      from these, and compares them between launches.
+    - Empty when the watch failed for another reason (a deadline, a timeout, another host's failure).
   returned: failure
   type: list
   elements: dict
   version_added: 0.5.0
 node_gone:
-  description: This host stopped answering (after O(connection_retries) polls); reported as a failure, not as unreachable.
+  description: This host stopped answering for O(unreachable_grace) seconds; reported as a failure, not as unreachable.
   returned: failure
   type: bool
   version_added: 0.5.0
@@ -158,6 +195,22 @@ stopped_by:
   description: The host whose watch failed first, when this watch stopped because of it (see O(stop_file)).
   returned: failure
   type: str
+  version_added: 0.5.0
+progressed:
+  description: Whether the leader's current run took a training step since its launch (read from its C(status.json);
+    a script that writes none never shows one).
+  returned: on the leader's host
+  type: bool
+  version_added: 0.5.0
+deadline_reached:
+  description: The watch stopped the job at its O(deadline).
+  returned: failure
+  type: bool
+  version_added: 0.5.0
+detached:
+  description: The watch stopped following at its O(timeout); the job goes on.
+  returned: failure
+  type: bool
   version_added: 0.5.0
 elapsed:
   description: Seconds the watch took.

@@ -170,9 +170,9 @@ def finished_at(container):
 
 def test_idle_guard_powers_the_nodes_off_once_the_controller_is_gone(engine, docker_cluster):
     name = docker_cluster
-    idle_seconds = 30  # tf_idle_minutes=0.5
+    idle_seconds = 60  # tf_idle_minutes=1, the least the command line takes
     result = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=200",
-                          "tf_idle_minutes=0.5")
+                          "tf_idle_minutes=1")
     ended = time.time()
     assert result.returncode == 0, tail(result)
     # The guard let the job train and be collected: every node was up at the end.

@@ -11,6 +11,7 @@ import shutil
 import signal
 
 from .checkpoints import CheckpointMirror
+from .job import Terminated
 from .model import Trainable
 from .progress import log
 from .results import finish
@@ -82,20 +83,24 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
     scheduled = done = initial
     next_checkpoint = (initial // args.checkpoint_every + 1) * args.checkpoint_every
     saved_step = initial
-    while scheduled < args.steps or in_flight:
-        if scheduled < args.steps and len(in_flight) < limit:
-            k = min(args.steps_per_execution, args.steps - scheduled)
-            in_flight.append((coordinator.schedule(train_steps, args=(per_worker_iterator, k)), k))
-            scheduled += k
-            continue
-        remote_loss, k = in_flight.popleft()
-        loss = fetch_loss(tf, remote_loss)
-        done += k
-        progress.update(done, loss)
-        if done >= next_checkpoint:
-            saved_step = int(state.step.numpy())
-            state.save(saved_step)
-            next_checkpoint = (done // args.checkpoint_every + 1) * args.checkpoint_every
+    try:
+        while scheduled < args.steps or in_flight:
+            if scheduled < args.steps and len(in_flight) < limit:
+                k = min(args.steps_per_execution, args.steps - scheduled)
+                in_flight.append((coordinator.schedule(train_steps, args=(per_worker_iterator, k)), k))
+                scheduled += k
+                continue
+            remote_loss, k = in_flight.popleft()
+            loss = fetch_loss(tf, remote_loss)
+            done += k
+            progress.update(done, loss)
+            if done >= next_checkpoint:
+                saved_step = int(state.step.numpy())
+                state.save(saved_step)
+                next_checkpoint = (done // args.checkpoint_every + 1) * args.checkpoint_every
+    except Terminated:
+        save_when_stopped(state, saved_step)
+        raise
     coordinator.join()
     final_step = int(state.step.numpy())
     if final_step != saved_step or not state.manager.latest_checkpoint:
@@ -104,6 +109,22 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
     progress.flush()
     extra = {"num_workers": num_workers, "num_ps": num_ps, "worker_steps": [int(s) for s in shard_steps.numpy()]}
     return finish(keras, np, args, data, state, progress, final_step, extra)
+
+
+def save_when_stopped(state, saved_step):
+    """A stop (a deadline, a watch that stopped the job) keeps what was trained since the last checkpoint.
+
+    The variables live on the parameter servers, which the watch stops after the leader. A second SIGTERM must not
+    cut the checkpoint in half; the supervisor's SIGKILL after its stop timeout still ends a save that hangs.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        step = int(state.step.numpy())
+        if step > saved_step:
+            state.save(step)
+            log("stopped at step %d: checkpoint written" % step)
+    except Exception as error:  # the servers may be gone already: the last periodic checkpoint stays
+        log("stopped: no checkpoint of the last steps (%s)" % (str(error).splitlines() or [type(error).__name__])[0])
 
 
 def fetch_loss(tf, remote_loss):

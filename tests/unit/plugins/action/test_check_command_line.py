@@ -9,7 +9,8 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._storage import sto
 DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", "tf_evaluators": "0",
             "tf_train_steps": "2000", "tf_batch_size": "64", "tf_port_base": "2222", "tf_tensorboard_port": "6006",
             "tf_max_restarts": "3", "tf_chief_name": "chief", "tf_strategy": "parameter_server", "tf_spot": "False",
-            "tf_restart": "never", "tf_idle_minutes": "30", "tf_worker_loss": "fail", "tf_script": "",
+            "tf_restart": "never", "tf_idle_minutes": "30", "tf_deadline": "", "tf_stall_minutes": "15",
+            "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
             "tf_tensorboard": False, "tf_ssh_from": [], "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870],
             "teardown": False}
@@ -48,7 +49,12 @@ def test_the_defaults_break_no_rule():
     ({"tf_hdfs_ports": "abc"}, "tf_hdfs_ports: must be a list of port numbers (1-65535)"),
     ({"tf_hdfs_ports": [8020, 70000]}, "tf_hdfs_ports: must be a list of port numbers (1-65535)"),
     ({"tf_restart": "sometimes"}, "tf_restart: must be never or on_failure"),
-    ({"tf_idle_minutes": "-5"}, "tf_idle_minutes: must be a number of minutes >= 0"),
+    ({"tf_idle_minutes": "-5"}, "tf_idle_minutes: must be 0 (the idle guard off) or a number of minutes >= 1"),
+    # A node could power itself off between two tasks of a deploy.
+    ({"tf_idle_minutes": "0.001"}, "tf_idle_minutes: must be 0 (the idle guard off) or a number of minutes >= 1"),
+    ({"tf_stall_minutes": "-1"}, "tf_stall_minutes: must be a number of minutes >= 0"),
+    ({"tf_deadline": "abc"}, "tf_deadline: expected a duration such as 90s, 45m, 2h, 1d or 1h30m, got 'abc'"),
+    ({"tf_deadline": "0m"}, "tf_deadline: must be longer than 0 (leave it empty for no deadline), got '0m'"),
     ({"tf_worker_loss": "ignore"}, "tf_worker_loss: must be fail or tolerate, got 'ignore'"),
     ({"tf_strategy": "multi_worker_mirrored", "tf_ps": "2"}, "tf_ps: multi_worker_mirrored uses no parameter servers"),
     ({"tf_hdfs": True}, "tf_hdfs: cloud=local has no cluster nodes to run HDFS on"),
@@ -87,6 +93,24 @@ def test_a_script_of_your_own_must_be_a_file_and_its_interface_known(tmp_path):
     # Your own script decides how it trains: the strategy's rule of the shape is not applied.
     assert error_of(tf_chief="0", tf_workers="1").startswith("tf_workers: the parameter_server strategy")
     assert error_of(tf_script="train.py", script_path=str(script), tf_chief="0", tf_workers="1") == ""
+
+
+def test_a_script_that_does_not_compile_is_refused_naming_its_file_and_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import os\n\ndef main(:\n    pass\n")
+    assert error_of(tf_script="train.py", script_path=str(script)) == (
+        f"tf_script: the script does not compile: {script}, line 3: SyntaxError: invalid syntax ('def main(:')")
+    script.write_text("def main():\nreturn 1\n")
+    assert "line 2: IndentationError: expected an indented block" in error_of(tf_script="x", script_path=str(script))
+    # A template is Python only once rendered for a task.
+    template = tmp_path / "train.py.j2"
+    template.write_text("steps = {{ training_steps }}\n")
+    assert error_of(tf_script="train.py.j2", script_path=str(template)) == ""
+
+
+def test_durations_and_minutes_that_are_fine():
+    assert error_of(tf_deadline="90m", tf_stall_minutes="0.5", tf_idle_minutes="0") == ""
+    assert error_of(tf_deadline="1h30m", tf_idle_minutes="1") == ""
 
 
 def test_the_command_line_and_the_radl_file_agree():

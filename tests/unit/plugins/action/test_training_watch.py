@@ -1,4 +1,4 @@
-from ansible_collections.tfdist.cluster.plugins.action.training_watch import this_run, unanswered
+from ansible_collections.tfdist.cluster.plugins.action.training_watch import describe_failure, died, this_run, unanswered
 
 
 def test_status_of_the_running_task_is_this_runs():
@@ -20,23 +20,42 @@ def test_no_task_record_means_no_run_to_match():
 UP, DOWN = "10.0.0.2:2222", "10.0.0.3:2222"
 
 
-def test_a_task_that_stopped_answering_while_steps_remain_is_lost():
+def test_a_task_silent_for_longer_than_a_blip_while_steps_remain_is_lost():
     status = {"state": "running", "step": 120, "target_steps": 300}
-    assert unanswered({DOWN}, {UP, DOWN}, status, grace_over=False) == [DOWN]
+    assert unanswered([DOWN], [], status, grace_over=False) == [DOWN]
 
 
 def test_a_task_that_left_after_the_last_step_is_not_lost():
     status = {"state": "running", "step": 300, "target_steps": 300}
-    assert unanswered({DOWN}, {UP, DOWN}, status, grace_over=True) == []
-    assert unanswered({DOWN}, {UP, DOWN}, {"state": "done", "step": 290, "target_steps": 300}, grace_over=True) == []
+    assert unanswered([DOWN], [], status, grace_over=True) == []
+    assert unanswered([DOWN], [], {"state": "done", "step": 290, "target_steps": 300}, grace_over=True) == []
 
 
 def test_without_a_status_a_task_that_answered_then_left_is_its_own_hosts_to_judge():
     # A classic flags script reports no steps: worker 1 may end cleanly before worker 0 has written its result.
-    assert unanswered({DOWN}, {UP, DOWN}, {}, grace_over=True) == []
+    assert unanswered([DOWN], [], {}, grace_over=True) == []
 
 
 def test_a_task_that_never_answered_is_lost_once_the_grace_is_over():
-    assert unanswered({DOWN}, {UP}, {}, grace_over=False) == []
-    assert unanswered({DOWN}, {UP}, {}, grace_over=True) == [DOWN]
-    assert unanswered({DOWN}, {UP}, {"state": "starting"}, grace_over=True) == [DOWN]
+    assert unanswered([], [DOWN], {}, grace_over=False) == []
+    assert unanswered([], [DOWN], {}, grace_over=True) == [DOWN]
+    assert unanswered([], [DOWN], {"state": "starting"}, grace_over=True) == [DOWN]
+
+
+def test_a_failed_task_is_named_with_its_exception_and_where_it_was_raised_before_its_last_lines():
+    task = {"name": "chief-0", "returncode": 1, "reason": "exited", "log_tail": "[[1 2]\n [3 4]]",
+            "error": {"error": "ValueError: bad logits: [[1 2]", "where": "train.py:9 in main",
+                      "line": "raise ValueError(x)"}}
+    assert describe_failure(task, "node-1") == (
+        "TF task chief-0 on node-1 exited with code 1: ValueError: bad logits: [[1 2] (raised at train.py:9 in main: "
+        "raise ValueError(x)). Last lines of its log:\n[[1 2]\n [3 4]]")
+    # What the restart policy compares between two launches.
+    assert died(task, "node-1") == {
+        "task": "chief-0", "host": "node-1", "node_gone": False, "returncode": 1,
+        "error": "ValueError: bad logits: [[1 2]",
+        "why": "exited with code 1: ValueError: bad logits: [[1 2] (raised at train.py:9 in main: raise ValueError(x))"}
+
+
+def test_a_task_killed_by_a_signal_says_so():
+    task = {"name": "worker-1", "returncode": -9, "reason": "killed by signal 9", "log_tail": "", "error": {}}
+    assert died(task, "h")["why"] == "exited with code -9 (killed by signal 9)"

@@ -70,3 +70,13 @@ def test_port_in_use_stops_before_anything_changes(cluster_name):
     assert result.returncode != 0
     assert f"tf_port_base: port {base + 2} (worker-1) is already in use" in result.stdout, tail(result)
     assert_nothing_created(cluster_name)
+
+
+def test_a_script_that_does_not_compile_is_refused_naming_its_file_and_line(cluster_name, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\n\n\ndef main(:\n    pass\n")
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_script={script}")
+    assert result.returncode != 0
+    assert f"tf_script: the script does not compile: {script}, line 4: SyntaxError: invalid syntax ('def main(:')" \
+        in result.stdout, tail(result)
+    assert_nothing_created(cluster_name)

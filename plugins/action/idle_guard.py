@@ -38,7 +38,8 @@ def started_options(args):
     # expands them (_idle_guard.node_options).
     if not isinstance(args["tasks_dir"], str):
         return None
-    return {"idle_minutes": p["idle_minutes"], "tasks_dir": args["tasks_dir"], "poweroff_command": p["poweroff_command"]}
+    return {"idle_minutes": p["idle_minutes"], "tasks_dir": args["tasks_dir"], "poweroff_command": p["poweroff_command"],
+            "quiet_seconds": p["quiet_seconds"]}
 
 
 class ActionModule(AnswerFirst):
@@ -54,7 +55,7 @@ class ActionModule(AnswerFirst):
         found = self._quick_look(options)
         if found:
             return dict(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
-                        settings=found["settings"])
+                        settings=found["settings"], service=found["service"])
         return self._start_on_node(options)
 
     def _quick_look(self, options):
@@ -65,7 +66,7 @@ class ActionModule(AnswerFirst):
             return None
         try:
             found = json.loads(looked["stdout"].strip().splitlines()[-1])
-            return found if isinstance(found.get("pid"), int) and {"dir", "settings"} <= set(found) else None
+            return found if isinstance(found.get("pid"), int) and {"dir", "settings", "service"} <= set(found) else None
         except (ValueError, IndexError, AttributeError):
             return None
 

@@ -3,6 +3,7 @@ command of its own that leaves a mark instead of halting this machine."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,9 +27,13 @@ def guard(tmp_path):
     mark = str(tmp_path / "powered-off")
     command = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(time.time()))", mark]
 
-    def start(idle_seconds=IDLE_SECONDS, check_mode=False):
-        params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command}
+    def start(idle_seconds=IDLE_SECONDS, check_mode=False, quiet_seconds=0):
+        params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command,
+                  "quiet_seconds": quiet_seconds}
         return _idle_guard.ensure_started(params, folder, check_mode, package_files)
+
+    if os.getpid() in _idle_guard.ssh_work(_idle_guard.read_processes()):
+        pytest.skip("pytest runs in an SSH session: the rule under test keeps every guard of this machine up")
 
     yield SimpleNamespace(start=start, folder=folder, tasks_dir=tasks_dir, mark=mark)
     if os.path.isdir(folder):
@@ -45,6 +50,41 @@ def powered_off_at(mark):
 def log_of(folder):
     with open(os.path.join(folder, "task.log")) as handle:
         return handle.read()
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    """connect(line) -> Popen of an SSH connection's stand-in: a listener that runs a connection process that runs
+    the shell line, both named sshd (/proc/PID/comm) as OpenSSH's are; open() -> one with nothing running in it.
+    Ended afterwards."""
+    for name, target in (("sh", "/bin/sh"), ("sleep", "/bin/sleep")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sshd").symlink_to(target)
+    shell, sleeper = str(tmp_path / "sh" / "sshd"), str(tmp_path / "sleep" / "sshd")
+    started = []
+
+    def spawn(*argv):
+        started.append(subprocess.Popen(argv, start_new_session=True))
+        return started[-1]
+
+    def connect(line):
+        # "; true": no shell may replace itself with its last command.
+        return spawn(shell, "-c", '"$0" -c "$1"; true', shell, line + "; true")
+
+    def open_idle():
+        return spawn(shell, "-c", '"$0" 60; true', sleeper)
+
+    yield SimpleNamespace(connect=connect, open=open_idle)
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # with what it left behind
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+def children(processes, pid):
+    return [child for child, (ppid, _name) in processes.items() if ppid == pid]
 
 
 def run_task(tasks_dir, name):
@@ -128,7 +168,7 @@ def test_the_quick_look_finds_the_guard_as_asked_and_nothing_else(guard):
     heard = _idle_guard.last_heard(guard.folder)
     time.sleep(0.05)
     found = _idle_guard.quick_look(options, checksums, guard.folder)
-    assert found == {"pid": started["pid"], "dir": guard.folder, "settings": started["settings"]}
+    assert found == {"pid": started["pid"], "dir": guard.folder, "settings": started["settings"], "service": None}
     assert _idle_guard.last_heard(guard.folder) > heard  # the look is word from the controller
 
     assert _idle_guard.quick_look(dict(options, idle_minutes=20.0), checksums, guard.folder) is None
@@ -175,3 +215,69 @@ def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_wou
     params = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": ["true"]}
     again = _idle_guard.ensure_started(params, guard.folder, False, package_files)
     assert not again["changed"] and again["pid"] == started["pid"]
+
+
+def test_the_process_table_shows_what_runs_in_ssh_sessions_and_nothing_else(sshd, tmp_path):
+    working = sshd.connect("sleep 60")
+    idle = sshd.open()
+    detached_pid_file = tmp_path / "detached.pid"
+    # What the supervisor does for the guard and the TF tasks: a process left to PID 1 by a session that goes on.
+    leaving = sshd.connect("sleep 60 >/dev/null 2>&1 & echo $! > %s" % detached_pid_file)
+    assert leaving.wait(timeout=10) == 0
+    detached = int(detached_pid_file.read_text())
+
+    def tree(listener):
+        processes = _idle_guard.read_processes()
+        connections = children(processes, listener.pid)
+        return processes, connections, [pid for pid in connections for pid in children(processes, pid)]
+
+    assert wait_until(lambda: tree(working)[2] and tree(idle)[1])
+    processes, connections, commands = tree(working)
+    work = _idle_guard.ssh_work(processes)
+    assert [processes[pid][1] for pid in commands] == ["sleep"] and set(commands) <= set(work)
+    assert working.pid not in work and not set(connections) & set(work)  # sshd's own processes are not work
+    idle_connections, idle_commands = tree(idle)[1:]
+    assert idle_commands == [] and not {idle.pid, *idle_connections} & set(work)
+    assert alive(detached) and detached not in work
+
+
+def test_process_names_with_spaces_and_brackets_are_read_whole(tmp_path):
+    odd = tmp_path / "a) (b c"
+    odd.symlink_to("/bin/sleep")
+    process = subprocess.Popen([str(odd), "30"])
+    try:
+        assert wait_until(lambda: _idle_guard.read_processes().get(process.pid) == (os.getpid(), "a) (b c"))
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_command_in_an_ssh_session_keeps_the_node_up_and_its_end_starts_the_clock(guard, sshd):
+    guard.start()
+    session = sshd.connect("sleep %d" % (IDLE_SECONDS * 3))  # an install that takes longer than the timeout
+    assert session.wait(timeout=30) == 0
+    ended = time.time()
+    assert not os.path.exists(guard.mark), log_of(guard.folder)
+    assert "SSH sessions at work: sleep" in log_of(guard.folder)
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=15), log_of(guard.folder)
+    # The guard's last check that saw the command came at most one check (1 s here) before it ended.
+    assert powered_off_at(guard.mark) - ended >= IDLE_SECONDS - 1.0
+    assert "no SSH session runs a command" in log_of(guard.folder)
+
+
+def test_an_open_connection_with_nothing_in_it_does_not_keep_the_node_up(guard, sshd):
+    sshd.open()  # Ansible's ControlPersist between two tasks
+    began = time.time()
+    guard.start()
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=15), log_of(guard.folder)
+    assert powered_off_at(guard.mark) - began <= IDLE_SECONDS + 3
+
+
+def test_an_announced_silence_puts_the_power_off_at_its_end_plus_the_timeout(guard):
+    began = time.time()
+    quiet = 4
+    result = guard.start(quiet_seconds=quiet)
+    assert result["started"] and not result["service"]  # a test's guard is never the machine's service
+    assert wait_until(lambda: os.path.exists(guard.mark), timeout=quiet + 15), log_of(guard.folder)
+    assert powered_off_at(guard.mark) - began >= quiet + IDLE_SECONDS
+    assert "after a silence it announced that ended" in log_of(guard.folder)

@@ -7,10 +7,12 @@ from ansible_collections.tfdist.cluster.plugins.action.idle_guard import started
 
 
 def test_a_started_guard_gets_the_options_as_the_module_reads_them_with_tasks_dir_left_to_the_node():
-    options = started_options({"idle_minutes": "30", "tasks_dir": "~/jobs/$USER", "poweroff_command": ["sudo", "halt"]})
-    assert options == {"idle_minutes": 30.0, "tasks_dir": "~/jobs/$USER", "poweroff_command": ["sudo", "halt"]}
+    options = started_options({"idle_minutes": "30", "tasks_dir": "~/jobs/$USER", "poweroff_command": ["sudo", "halt"],
+                               "quiet_seconds": "600"})
+    assert options == {"idle_minutes": 30.0, "tasks_dir": "~/jobs/$USER", "poweroff_command": ["sudo", "halt"],
+                       "quiet_seconds": 600}
     assert started_options({"state": "started", "idle_minutes": 5, "tasks_dir": "/var/lib/tfdist/c/tasks"}) == {
-        "idle_minutes": 5.0, "tasks_dir": "/var/lib/tfdist/c/tasks", "poweroff_command": None}
+        "idle_minutes": 5.0, "tasks_dir": "/var/lib/tfdist/c/tasks", "poweroff_command": None, "quiet_seconds": 0}
 
 
 @pytest.mark.parametrize("args", [
@@ -23,6 +25,9 @@ def test_a_started_guard_gets_the_options_as_the_module_reads_them_with_tasks_di
     {"idle_minutes": 30, "tasks_dir": "/t", "state": "paused"},
     {"idle_minutes": 30, "tasks_dir": "/t", "colour": "red"},
     {"idle_minutes": 30, "tasks_dir": ["/t"]},
+    {"idle_minutes": 30, "tasks_dir": "/t", "quiet_seconds": -1},
+    {"idle_minutes": 30, "tasks_dir": "/t", "quiet_seconds": 86401},  # more than a day
+    {"idle_minutes": 30, "tasks_dir": "/t", "quiet_seconds": "a while"},
 ])
 def test_anything_else_is_the_modules_to_run_or_name(args):
     assert started_options(args) is None

@@ -153,8 +153,10 @@ def test_a_rerun_after_a_lost_controller_and_chief_starts_every_task_of_the_job_
 
 def test_lost_ps_and_worker_nodes_are_replaced_and_the_job_resumes(engine, docker_cluster):
     name = docker_cluster
+    # A node gone is a loss once it has been silent for training_gone_grace (60 s by default, longer than a network
+    # blip): 10 s here, or the job could reach its last step before worker-1's loss is seen.
     deploy = start_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=3000",
-                            "tf_restart=on_failure")
+                            "tf_restart=on_failure", "training_gone_grace=10")
     wait_until(deploy, lambda: (chief_status(engine, name).get("step") or 0) >= 300, "step 300")
     worker_before = engine.containers.get(f"{name}-worker-1").id
     engine.containers.get(f"{name}-ps-0").kill()
@@ -193,7 +195,7 @@ def test_lost_ps_and_worker_nodes_are_replaced_and_the_job_resumes(engine, docke
 def test_restarts_give_up_after_tf_max_restarts_naming_each_loss(engine, docker_cluster):
     name = docker_cluster
     deploy = start_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_train_steps=100000",
-                            "tf_restart=on_failure", "tf_max_restarts=1")
+                            "tf_restart=on_failure", "tf_max_restarts=1", "training_gone_grace=10")
     wait_until(deploy, lambda: (chief_status(engine, name).get("step") or 0) >= 200, "step 200")
     engine.containers.get(f"{name}-ps-0").kill()
     killed = time.time()

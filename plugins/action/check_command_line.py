@@ -185,7 +185,9 @@ def compile_error(path):
         with open(path, "rb") as handle:
             compile(handle.read(), path, "exec", dont_inherit=True)
     except SyntaxError as error:  # IndentationError and TabError included
-        where = "%s, line %s" % (path, error.lineno) if error.lineno else path
+        where = path
+        if error.lineno:
+            where += ", line %d" % error.lineno
         code = " ('%s')" % error.text.strip() if error.text and error.text.strip() else ""
         return "%s: %s: %s%s" % (where, type(error).__name__, error.msg, code)
     except (OSError, ValueError) as error:

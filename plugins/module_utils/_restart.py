@@ -96,7 +96,11 @@ def backoff_seconds(restarts, progressed):
 
 def restart_line(record):
     """One line about a restart: what was lost, and at which step."""
-    lost = ', '.join('%s on %s (%s)' % (loss['task'], loss['host'], loss['why']) for loss in record.get('losses') or [])
+    # Tasks lost the same way share one reason: a script that fails at import fails so on every task.
+    reasons = {}
+    for loss in record.get('losses') or []:
+        reasons.setdefault(loss['why'], []).append('%s on %s' % (loss['task'], loss['host']))
+    lost = ', '.join('%s (%s)' % (', '.join(tasks), why) for why, tasks in reasons.items())
     line = 'lost %s' % (lost or 'nothing')
     if record.get('step') is not None:
         line += ' at step %s' % record['step']

@@ -50,6 +50,11 @@ def test_restart_line_names_each_loss_and_the_step():
     assert restart_line(finished).endswith(
         "at step 812/4000; the job had reached its last step by then, nothing was relaunched")
     assert restart_line({"losses": []}) == "lost nothing"
+    # Tasks lost the same way are named together, with their reason once.
+    import_error = "exited with code 1: ModuleNotFoundError: No module named 'foo' (raised at train.py:1 in <module>)"
+    same = [dict(gone(task), why=import_error, node_gone=False) for task in ("chief-0", "ps-0")] + [gone("worker-0")]
+    assert restart_line({"losses": same}) == (
+        f"lost chief-0 on n-chief-0, ps-0 on n-ps-0 ({import_error}), worker-0 on n-worker-0 (its node stopped answering)")
 
 
 def test_a_job_that_trained_is_restarted_at_once_and_the_record_says_so():

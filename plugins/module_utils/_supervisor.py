@@ -20,12 +20,18 @@ CMD in its own process group with stdout and stderr appended to TASK_DIR/task.lo
 What it keeps in TASK_DIR, and how a status reads it, is the task-folder protocol (_task_folder).
 
 --stop-when-gone HOST:PORT is for TF servers (ps and worker tasks), which never exit on their own. The
-supervisor probes the chief's port with a TCP connect. The coordinator of ParameterServerStrategy
-(TF 2.21) runs a gRPC server on its cluster-spec port from the moment it connects to the cluster until
-its process ends, so "port answered, then stopped answering for --gone-grace seconds" means the job is
-over (or the chief died): the task is stopped and recorded with returncode 0, reason "chief finished".
-When the port never answers within --never-seen-timeout seconds the task is stopped too (returncode 0,
-reason "chief never seen").
+supervisor probes the leader's port with a TCP connect (the coordinator of ParameterServerStrategy, TF 2.21, runs a
+gRPC server on its cluster-spec port from the moment it connects to the cluster until its process ends) and stops
+the task:
+  - once the leader has announced the end of the job (--announce-end), after --end-grace seconds: returncode 0,
+    reason "chief finished". Only then: a silent port alone is no end;
+  - when the port, having answered, stays silent for --gone-grace seconds (default 60; an ordinary network blip is
+    shorter) with no end announced: the leader crashed, or its node or network is gone. Returncode 75
+    (_task_folder.UNREACHABLE_CODE), reason "leader unreachable for Ns" (N: the seconds it was silent), which
+    _task_folder.failed() counts as a failure: the task did not finish its job;
+  - when the port neither answers nor announces an end within --never-seen-timeout seconds: returncode 0, reason
+    "chief never seen" (the server holds nothing of a job it never saw; the leader's own record tells how that went).
+The process's own exit status is exit.json's exit_status.
 
 --announce-end PORT is for the leader. A job can be over before a probe ever saw the leader's port (a short
 job, or a server launched a little later than the leader), and its servers would then wait for
@@ -35,7 +41,7 @@ the leader as seen and gone. The task is not running meanwhile (exit.json is wri
 new `start` end the announcement at once.
 
 --end-grace SECONDS: how long a task with --stop-when-gone goes on once the leader has announced the end of the
-job (without it, --gone-grace). 0 is for a task that only serves (a parameter server, a worker of a
+job (without it, --gone-grace since the port last answered). 0 is for a task that only serves (a parameter server, a worker of a
 ParameterServerStrategy job): the job is done, nothing it does matters any more, and its host is free at once.
 An evaluator's last evaluation, or a worker that ends its own loop, keeps --gone-grace.
 
@@ -62,13 +68,16 @@ import sys
 import time
 
 from ._json_files import now, read_json, remove, write_json, write_text
-from ._task_folder import (EXIT_FILE, LOG_NAME, PID_FILE, STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, SupervisorError,
-                           alive, group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
+from ._task_folder import (CHIEF_FINISHED, CHIEF_NEVER_SEEN, EXIT_FILE, LEADER_UNREACHABLE, LOG_NAME, PID_FILE,
+                           STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, UNREACHABLE_CODE, SupervisorError, alive,
+                           group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
                            wait_gone)
 from ._warm_start import (HOSTED_PID_WAIT, WARM_FILE, WARM_FOR, WARM_LOG, WARM_SOCKET, HostedChild, child_command,
                           claim, stop_warm)
 
 PROG = "tfdist-supervise"
+# Seconds the leader's port may stay silent before a server stops (--gone-grace): longer than a network blip.
+GONE_GRACE = 60.0
 # The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
 FINISHED = b"tfdist-finished"
 
@@ -374,16 +383,19 @@ class _Supervisor:
                         end_at = moment + spec["end_grace"]
                     seen_at = seen_at or moment
                 if end_at is not None and moment >= end_at:
-                    self.terminate("chief finished", 0)
+                    self.terminate(CHIEF_FINISHED, 0)
                 elif answer == "up":
                     finished = False  # a chief that runs again (a relaunch): its end is still to come
                     if seen_at is None:
                         log_line(self.log, "chief %s answers" % spec["stop_when_gone"])
                     seen_at = time.monotonic()
                 elif seen_at is not None and moment - seen_at >= spec["gone_grace"]:
-                    self.terminate("chief finished", 0)
+                    if finished:
+                        self.terminate(CHIEF_FINISHED, 0)
+                    else:  # silent, and no end announced: a leader lost, not a job done
+                        self.terminate("%s for %ds" % (LEADER_UNREACHABLE, round(moment - seen_at)), UNREACHABLE_CODE)
                 elif seen_at is None and moment - started >= spec["never_seen_timeout"]:
-                    self.terminate("chief never seen", 0)
+                    self.terminate(CHIEF_NEVER_SEEN, 0)
             time.sleep(0.2)
 
         # Leftover children of the task (same process group) go too.
@@ -471,15 +483,17 @@ def _daemonize_and_run(spec, env):
 
 
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
-          gone_grace=20.0, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
+          gone_grace=GONE_GRACE, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
           announce_for=60.0, end_grace=None):
     """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
 
     The task's environment is this process's, then TMPDIR (the task's tmp folder, removed when it ends), then env
     (values never written anywhere), then env_file, then env_from_files ({VAR: FILE}, e.g. TF_CONFIG from
-    tf_config.json). announce_end: a port to announce the end of the job on once the task has exited with code 0.
-    end_grace: seconds the task goes on once the leader announced that end (None: gone_grace). Raises
-    SupervisorError when the task runs already or cannot be started.
+    tf_config.json). stop_when_gone: the leader's HOST:PORT, for a server (see the module's description); gone_grace:
+    seconds its port may stay silent, no end announced, before the task is stopped as a failure. announce_end: a port
+    to announce the end of the job on once the task has exited with code 0. end_grace: seconds the task goes on once
+    the leader announced that end (None: gone_grace). Raises SupervisorError when the task runs already or cannot be
+    started.
     """
     if not command:
         raise SupervisorError("no command given (put it after --)")
@@ -597,7 +611,9 @@ def main(argv=None):
     start_parser.add_argument("--chdir", help="working directory of the task (default: --dir)")
     start_parser.add_argument("--stop-when-gone", metavar="HOST:PORT", dest="stop_when_gone",
                               help="stop the task once this port answered and then stopped answering")
-    start_parser.add_argument("--gone-grace", type=float, default=20.0)
+    start_parser.add_argument("--gone-grace", type=float, default=GONE_GRACE, metavar="SECONDS",
+                              help="seconds the leader's port may stay silent, no end announced, before the task is "
+                                   "stopped (reason 'leader unreachable for Ns')")
     start_parser.add_argument("--end-grace", type=float, metavar="SECONDS",
                               help="seconds the task goes on once the leader announced the end (default: --gone-grace)")
     start_parser.add_argument("--never-seen-timeout", type=float, default=1800.0)

@@ -41,6 +41,13 @@ TMP_DIR = "tmp"
 NOT_STARTED = "not started"
 DIED = "died without exit record"
 STOPPED = "stopped"
+# ... and of a server the supervisor stopped for its leader (_supervisor's --stop-when-gone): the leader announced the
+# end of the job (returncode 0); it never answered (returncode 0); it went silent without announcing any end, the
+# reason then ends with " for Ns" (returncode UNREACHABLE_CODE: a failure, the task did not finish its job).
+CHIEF_FINISHED = "chief finished"
+CHIEF_NEVER_SEEN = "chief never seen"
+LEADER_UNREACHABLE = "leader unreachable"
+UNREACHABLE_CODE = 75  # EX_TEMPFAIL of sysexits.h: a connection failed, a later run may do
 
 
 class SupervisorError(Exception):

@@ -50,7 +50,7 @@ ARGUMENT_SPEC = dict(
     watch_files=dict(type="list", elements="path", default=[]),
     chdir=dict(type="path"),
     stop_when_gone=dict(type="str"),
-    gone_grace=dict(type="int", default=20),
+    gone_grace=dict(type="int", default=60),
     never_seen_timeout=dict(type="int", default=1800),
     announce_end=dict(type="int"),
     end_grace=dict(type="int"),

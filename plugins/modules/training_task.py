@@ -123,14 +123,18 @@ options:
     type: path
   stop_when_gone:
     description:
-      - C(HOST:PORT) of the chief. Once that port has answered and then stops answering for O(gone_grace) seconds,
-        the supervisor stops the task and records return code 0 (reason C(chief finished)).
+      - C(HOST:PORT) of the chief. Once the chief's supervisor has announced the end of the job on that port (see
+        O(announce_end)), the supervisor stops the task and records return code 0 (reason C(chief finished)).
+      - When that port has answered and then stays silent for O(gone_grace) seconds with no end announced, the task
+        is stopped too, and recorded as failed with return code 75 and reason C(leader unreachable for Ns).
       - Meant for ps and worker tasks of V(parameter_server) jobs, which never exit on their own.
     type: str
   gone_grace:
-    description: Seconds the chief's port must stay silent before the task is stopped.
+    description:
+      - Seconds the chief's port may stay silent, with no end announced, before the task is stopped.
+      - Longer than an ordinary network blip, which the task serves through.
     type: int
-    default: 20
+    default: 60
   end_grace:
     description:
       - With O(stop_when_gone), seconds the task goes on once the chief's supervisor has announced the end of the job
@@ -150,7 +154,7 @@ options:
     description:
       - For the leader of a job (the chief, or worker 0 without one), its own TF port. Once the task has exited
         with return code 0, its supervisor answers on that port for O(announce_for) seconds that the job
-        finished, and tasks started with O(stop_when_gone) pointing at it stop after O(gone_grace) seconds.
+        finished, and tasks started with O(stop_when_gone) pointing at it stop after O(end_grace) (or O(gone_grace)) seconds.
       - Without it a job shorter than the probes' interval, or a server launched after the leader ended, leaves
         that server running until O(never_seen_timeout).
       - The task counts as ended meanwhile; O(state=stopped) and a new launch end the announcement at once.

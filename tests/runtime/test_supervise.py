@@ -3,6 +3,7 @@ port (no TensorFlow)."""
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -41,7 +42,7 @@ def chief_port():
     listener.close()
 
 
-def test_server_task_is_stopped_once_the_chief_port_goes_away(task_dir, chief_port):
+def test_server_task_is_stopped_as_failed_once_the_chief_port_is_silent_for_the_grace(task_dir, chief_port):
     address = "127.0.0.1:%d" % chief_port.getsockname()[1]
     started = json.loads(supervise("start", "--name", "ps-0", "--dir", task_dir, "--stop-when-gone", address,
                                    "--gone-grace", "1", "--probe-interval", "0.2", "--", "sleep", "120").stdout)
@@ -49,14 +50,15 @@ def test_server_task_is_stopped_once_the_chief_port_goes_away(task_dir, chief_po
     assert wait_until(lambda: "answers" in open(log).read())
     assert status(task_dir)["running"] is True
 
-    chief_port.close()  # the chief's process ended
+    chief_port.close()  # the chief's process ended, and announced no end of the job: it crashed
 
     assert wait_until(lambda: not status(task_dir)["running"])
     final = status(task_dir)
-    assert (final["returncode"], final["reason"]) == (0, "chief finished")
+    assert final["returncode"] == 75 and re.fullmatch(r"leader unreachable for [1-3]s", final["reason"]), final
     assert not alive(started["pid"]) and not alive(started["supervisor_pid"])
     exit_record = json.load(open(os.path.join(task_dir, "exit.json")))
-    assert exit_record["returncode"] == 0 and exit_record["finished_at"] > 0
+    assert exit_record["returncode"] == 75 and exit_record["finished_at"] > 0
+    assert "chief finished" not in open(log).read()
 
 
 def test_server_task_is_stopped_when_the_chief_never_answers(task_dir):

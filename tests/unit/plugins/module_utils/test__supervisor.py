@@ -6,6 +6,7 @@ then says is read with _task_folder (its own tests: test__task_folder.py).
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -180,3 +181,76 @@ def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(
     # The end it hears first is the last run's: the chief comes back within the grace, and the server serves it.
     assert wait_until(ended(task_dir), timeout=4) is False
     assert "announces the end" in _task_folder.log_tail(task_dir, 20)
+
+
+def test_an_announced_end_is_the_end_after_the_gone_grace_too(task_dir, finished_leader):
+    _supervisor.start(task_dir, "evaluator-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % finished_leader,
+                      gone_grace=2, probe_interval=0.2)
+
+    assert wait_until(ended(task_dir), timeout=10)
+    status = _task_folder.task_status(task_dir)
+    assert (status["returncode"], status["reason"], _task_folder.failed(status)) == (0, "chief finished", False)
+
+
+@pytest.fixture
+def silent_leader():
+    """silent_leader(after, seconds): a leader's port (a TF server: it says nothing) that stops answering `after`
+    seconds from now for `seconds` (None: for good), as a leader cut off by the network, then comes back on the same
+    port; its number."""
+    done = threading.Event()
+
+    def serve(after, seconds):
+        server = socket.create_server(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+
+        def answer():
+            nonlocal server
+            silent_at = time.monotonic() + after
+            while not done.is_set():
+                if server is not None and time.monotonic() >= silent_at:
+                    server.close()  # connections refused, as from a node the network has lost
+                    server = None
+                    if seconds is not None:
+                        time.sleep(seconds)
+                        server = socket.create_server(("127.0.0.1", port))
+                        silent_at = float("inf")
+                if server is None:
+                    time.sleep(0.1)
+                    continue
+                server.settimeout(0.1)
+                try:
+                    server.accept()[0].close()
+                except OSError:
+                    pass
+            if server is not None:
+                server.close()
+
+        threading.Thread(target=answer, daemon=True).start()
+        return port
+
+    yield serve
+    done.set()
+
+
+def test_a_server_serves_through_a_silence_of_its_leader_shorter_than_the_grace(task_dir, silent_leader):
+    port = silent_leader(after=1.0, seconds=1.5)
+    _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % port, gone_grace=3,
+                      probe_interval=0.2, end_grace=0)
+
+    # A network blip: the leader answers again within the grace, and the server goes on serving it.
+    assert wait_until(ended(task_dir), timeout=6) is False
+    assert "stopping task" not in _task_folder.log_tail(task_dir, 20)
+
+
+def test_a_server_whose_leader_stays_silent_is_stopped_as_failed_not_as_finished(task_dir, silent_leader):
+    port = silent_leader(after=1.0, seconds=None)
+    _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % port, gone_grace=2,
+                      probe_interval=0.2, end_grace=0)
+
+    assert wait_until(ended(task_dir), timeout=10)
+    status = _task_folder.task_status(task_dir)
+    silent = re.fullmatch(r"leader unreachable for (\d+)s", status["reason"])
+    assert silent and 2 <= int(silent.group(1)) <= 4, status["reason"]
+    # Not a clean end: the watch counts the server as failed (no end of the job was announced).
+    assert (status["returncode"], _task_folder.failed(status)) == (_task_folder.UNREACHABLE_CODE, True)
+    assert "chief finished" not in _task_folder.log_tail(task_dir, 20)

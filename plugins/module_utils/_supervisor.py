@@ -17,7 +17,9 @@ same CLI as the former tfdist-supervise script), from a node's copy of the packa
 (from a checkout: python -m ansible_collections.tfdist.cluster.plugins.module_utils._supervisor, with the collection
 on the Python path). `start` detaches a supervisor process (double fork, new session, stdin from /dev/null) that runs
 CMD in its own process group with stdout and stderr appended to TASK_DIR/task.log, and answers once CMD is running.
-What it keeps in TASK_DIR, and how a status reads it, is the task-folder protocol (_task_folder).
+What it keeps in TASK_DIR, and how a status reads it, is the task-folder protocol (_task_folder). A stop sends the
+task's process group SIGTERM, then SIGCONT (a task frozen by SIGSTOP or a debugger handles the SIGTERM at once), and
+SIGKILL after --stop-timeout seconds.
 
 --stop-when-gone HOST:PORT is for TF servers (ps and worker tasks), which never exit on their own. The
 supervisor probes the leader's port with a TCP connect (the coordinator of ParameterServerStrategy, TF 2.21, runs a
@@ -71,7 +73,7 @@ from ._json_files import now, read_json, remove, write_json, write_text
 from ._task_folder import (CHIEF_FINISHED, CHIEF_NEVER_SEEN, EXIT_FILE, LEADER_UNREACHABLE, LOG_NAME, PID_FILE,
                            STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, UNREACHABLE_CODE, SupervisorError, alive,
                            group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
-                           wait_gone)
+                           terminate_group, wait_gone)
 from ._warm_start import (HOSTED_PID_WAIT, WARM_FILE, WARM_FOR, WARM_LOG, WARM_SOCKET, HostedChild, child_command,
                           claim, stop_warm)
 
@@ -145,7 +147,7 @@ class _Supervisor:
             self.stop_returncode = returncode
             self.kill_at = time.monotonic() + self.spec["stop_timeout"]
             log_line(self.log, "stopping task: %s" % reason)
-            signal_group(self.proc.pid, signal.SIGTERM)
+            terminate_group(self.proc.pid)
 
     def on_sigterm(self, signum, frame):
         if self.proc.poll() is None:
@@ -400,7 +402,7 @@ class _Supervisor:
 
         # Leftover children of the task (same process group) go too.
         if group_alive(self.proc.pid):
-            signal_group(self.proc.pid, signal.SIGTERM)
+            terminate_group(self.proc.pid)
             wait_gone(lambda: group_alive(self.proc.pid), time.monotonic() + spec["stop_timeout"], every=0.1)
             signal_group(self.proc.pid, signal.SIGKILL)
         if spec.get("tmp"):
@@ -568,7 +570,7 @@ def stop(task_dir, timeout=15.0):
         wait_gone(lambda: alive(sup_pid, sup_starttime), deadline, every=0.1)
     if before["running"] and pid and group_alive(pid):
         # No supervisor left (or it did not manage): end the process group ourselves.
-        signal_group(pid, signal.SIGTERM)
+        terminate_group(pid)
         wait_gone(lambda: group_alive(pid), deadline + 5, every=0.1)
         signal_group(pid, signal.SIGKILL)
     if alive(sup_pid, sup_starttime):
@@ -619,7 +621,7 @@ def main(argv=None):
     start_parser.add_argument("--never-seen-timeout", type=float, default=1800.0)
     start_parser.add_argument("--probe-interval", type=float, default=2.0)
     start_parser.add_argument("--stop-timeout", type=float, default=10.0,
-                              help="seconds between SIGTERM and SIGKILL")
+                              help="seconds between SIGTERM (and SIGCONT, for a frozen task) and SIGKILL")
     start_parser.add_argument("--announce-end", type=int, metavar="PORT",
                               help="once the task exited with code 0, tell probes of this port the job finished")
     start_parser.add_argument("--announce-for", type=float, default=60.0, metavar="SECONDS")

@@ -18,7 +18,7 @@ in a task's folder:
 
 (and while a warm start waits for the task's launch, its own files: see _warm_start). Times are seconds since the
 epoch (UTC). A record is read checked against the live processes (/proc): a task whose pid now names another process
-has ended.
+has ended. process_state() tells whether the processes of a running task are frozen (stopped) or stuck in the kernel.
 
 Standard library only, imports relative to its package: it is shipped to the nodes with the package tfdist.
 Private to the collection (leading underscore): the API may change between releases.
@@ -27,6 +27,7 @@ Private to the collection (leading underscore): the API may change between relea
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from ._json_files import read_json
@@ -48,6 +49,10 @@ CHIEF_FINISHED = "chief finished"
 CHIEF_NEVER_SEEN = "chief never seen"
 LEADER_UNREACHABLE = "leader unreachable"
 UNREACHABLE_CODE = 75  # EX_TEMPFAIL of sysexits.h: a connection failed, a later run may do
+# What process_state() says of a task's processes.
+PROCESSES_STOPPED = "stopped"
+PROCESSES_UNINTERRUPTIBLE = "uninterruptible"
+PROCESSES_RUNNING = "running"
 
 
 class SupervisorError(Exception):
@@ -97,24 +102,48 @@ def alive(pid, starttime=None):
     return starttime is None or current == 0 or current == starttime
 
 
+def group_states(pgid):
+    """The states (/proc/PID/stat: R, S, D, T, t...) of the group's processes that have not ended; None without /proc.
+
+    A zombie has ended: it only waits for a parent to reap it, which an orphan's init may do late (seconds, where PID 1
+    is not a reaping init)."""
+    try:
+        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return None
+    states = []
+    for entry in entries:
+        fields = proc_stat(entry)  # None: gone meanwhile
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            states.append(fields[0])
+    return states
+
+
 def group_alive(pgid):
-    """Whether a process of the group still runs. A zombie does not: it has ended, and only waits for a parent to reap
-    it, which an orphan's init may do late (seconds, where PID 1 is not a reaping init)."""
+    """Whether a process of the group still runs (a zombie does not, see group_states())."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:
-        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
-    except OSError:
-        return True  # no /proc to tell a zombie from a process
-    for entry in entries:
-        fields = proc_stat(entry)  # None: gone meanwhile
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
+    states = group_states(pgid)
+    return True if states is None else bool(states)  # no /proc to tell a zombie from a process
+
+
+def process_state(pgid):
+    """Whether the processes of a task (pgid: its process group, the task's pid) can go on: PROCESSES_STOPPED when one
+    of them is stopped (SIGSTOP, a debugger: state T or t), PROCESSES_UNINTERRUPTIBLE when one waits in the kernel
+    where no signal reaches it (state D: a hung disk, NFS mount or device), else PROCESSES_RUNNING; None when none runs
+    (or there is no /proc to tell). The whole group: a task of a warm host runs in a child of the group's leader."""
+    states = group_states(pgid) if pgid else None
+    if not states:
+        return None
+    if any(state in "Tt" for state in states):
+        return PROCESSES_STOPPED
+    if "D" in states:
+        return PROCESSES_UNINTERRUPTIBLE
+    return PROCESSES_RUNNING
 
 
 def signal_group(pgid, sig):
@@ -122,6 +151,13 @@ def signal_group(pgid, sig):
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def terminate_group(pgid):
+    """SIGTERM to the group, then SIGCONT: a process frozen by SIGSTOP (or a debugger) handles the SIGTERM at once
+    instead of at the SIGKILL that follows a stop's timeout."""
+    signal_group(pgid, signal.SIGTERM)
+    signal_group(pgid, signal.SIGCONT)
 
 
 def wait_gone(running, deadline, every=0.05):

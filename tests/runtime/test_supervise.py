@@ -4,6 +4,7 @@ port (no TensorFlow)."""
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -162,6 +163,25 @@ def test_stop_kills_a_task_that_ignores_sigterm(task_dir):
     assert time.time() - t0 < 10
     assert not alive(started["pid"])
     assert json.loads(supervise("stop", "--dir", task_dir).stdout)["stopped"] is False  # idempotent
+
+
+def test_stop_ends_a_task_frozen_by_sigstop_at_once(task_dir):
+    # The task handles SIGTERM, as a training program that checkpoints on it may: a frozen process runs no handler.
+    serve = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); print('serving', flush=True); time.sleep(300)"
+    started = json.loads(supervise("start", "--name", "w", "--dir", task_dir, "--stop-timeout", "30", "--",
+                                   sys.executable, "-c", serve).stdout)
+    assert wait_until(lambda: "serving" in open(os.path.join(task_dir, "task.log")).read())
+    os.killpg(started["pid"], signal.SIGSTOP)  # a debugger, or a user's kill -STOP
+    assert status(task_dir)["running"] is True
+
+    t0 = time.monotonic()
+    stopped = json.loads(supervise("stop", "--dir", task_dir, "--timeout", "60").stdout)
+
+    # Well before the stop timeout's SIGKILL (30 s): the SIGCONT after the SIGTERM let its handler run at once.
+    assert time.monotonic() - t0 < 10
+    assert (stopped["stopped"], stopped["running"], stopped["reason"]) == (True, False, "stopped")
+    assert not alive(started["pid"])
+    assert "did not stop" not in open(os.path.join(task_dir, "task.log")).read()
 
 
 def test_env_file_and_env_from_file_reach_the_task(task_dir, tmp_path):

@@ -262,6 +262,24 @@ def test_a_hosted_task_is_stopped_or_killed_as_a_cold_one_would_be(hosted):
     assert _task_folder.failed(status)
 
 
+def test_a_hosted_task_frozen_by_sigstop_is_seen_stopped_and_stops_at_once(hosted):
+    host, warm, start = hosted
+    host(1)
+    folder = warm("chief-0")[0]
+    started = start(folder, "sleep")
+    assert wait_until(lambda: "report" in _task_folder.log_tail(folder))
+    assert _task_folder.process_state(started["pid"]) == "running"
+
+    # The task's Python only, a child of the process that leads its group (and waits for it).
+    os.kill(report(folder)[0]["pid"], signal.SIGSTOP)
+    assert wait_until(lambda: _task_folder.process_state(started["pid"]) == "stopped", timeout=5)
+
+    stopped = _supervisor.stop(folder, timeout=60)
+    assert stopped["stopped"] is True and stopped["reason"] == _task_folder.STOPPED
+    assert "did not stop" not in _task_folder.log_tail(folder)  # no SIGKILL after the stop timeout was needed
+    assert _task_folder.process_state(started["pid"]) is None
+
+
 def test_a_task_whose_warm_host_is_gone_imports_on_its_own(hosted, tmp_path):
     _host, warm, start = hosted
     folder, answer = warm("chief-0", host_socket=str(tmp_path / "no-host.sock"))

@@ -6,6 +6,7 @@ supervisor writes the records, the task-folder protocol reads them.
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -136,3 +137,46 @@ def test_a_group_of_zombies_is_no_longer_alive():
 def test_a_running_group_is_alive(task_dir):
     started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
     assert _task_folder.group_alive(started["pid"]) is True
+
+
+def test_the_state_of_a_tasks_processes_is_read_across_its_whole_group(task_dir):
+    # A leader that waits for a child, as a task of a warm host runs in a child of the process that leads its group.
+    started = _supervisor.start(task_dir, "ps-0", ["sh", "-c", "sleep 60 & echo $! > child.pid; wait"])
+    assert wait_until(lambda: os.path.exists(os.path.join(task_dir, "child.pid")))
+    with open(os.path.join(task_dir, "child.pid")) as f:
+        child = int(f.read())
+    assert _task_folder.process_state(started["pid"]) == _task_folder.PROCESSES_RUNNING == "running"
+
+    os.kill(child, signal.SIGSTOP)  # the child only: its leader still sleeps in wait
+    assert wait_until(lambda: _task_folder.process_state(started["pid"]) == "stopped", timeout=5)
+    os.kill(child, signal.SIGCONT)
+    assert wait_until(lambda: _task_folder.process_state(started["pid"]) == "running", timeout=5)
+
+    _supervisor.stop(task_dir, timeout=10)
+    assert _task_folder.process_state(started["pid"]) is None
+
+
+# A process that waits in the kernel, where no signal but SIGKILL reaches it: a parent in vfork() until its child
+# (stopped, in a group of its own) runs a program or ends. Its state is D, as on a hung disk or NFS mount.
+IN_THE_KERNEL = """
+import ctypes, signal
+libc = ctypes.CDLL(None)
+if libc.vfork() == 0:
+    libc.setpgid(0, 0)
+    libc.kill(libc.getpid(), signal.SIGSTOP)
+    libc._exit(0)
+"""
+
+
+def children(pid):
+    return [int(entry) for entry in os.listdir("/proc")
+            if entry.isdigit() and int((_task_folder.proc_stat(entry) or [0, 0])[1]) == pid]
+
+
+def test_a_task_waiting_in_the_kernel_is_uninterruptible(task_dir):
+    started = _supervisor.start(task_dir, "worker-0", [sys.executable, "-c", IN_THE_KERNEL])
+    try:
+        assert wait_until(lambda: _task_folder.process_state(started["pid"]) == "uninterruptible", timeout=10)
+    finally:
+        for pid in children(started["pid"]) + [started["pid"]]:  # the stopped child is in a group of its own
+            os.kill(pid, signal.SIGKILL)

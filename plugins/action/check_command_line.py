@@ -185,11 +185,10 @@ def compile_error(path):
         with open(path, "rb") as handle:
             compile(handle.read(), path, "exec", dont_inherit=True)
     except SyntaxError as error:  # IndentationError and TabError included
-        where = path
-        if error.lineno:
-            where += ", line %d" % error.lineno
-        code = " ('%s')" % error.text.strip() if error.text and error.text.strip() else ""
-        return "%s: %s: %s%s" % (where, type(error).__name__, error.msg, code)
+        # compile() always says where: a line, and that line's text unless it is blank.
+        code = (error.text or "").strip()
+        return "%s, line %s: %s: %s%s" % (path, error.lineno, type(error).__name__, error.msg,
+                                           " ('%s')" % code if code else "")
     except (OSError, ValueError) as error:
         return "%s: %s" % (path, error)
     return ""

@@ -14,31 +14,13 @@ import time
 from ._failures import error_in
 from ._json_files import read_json
 from ._supervisor import parse_host_port, tcp_answers
-from ._task_folder import LOG_NAME, failed, log_tail, task_status
+from ._task_folder import LOG_NAME, failed, log_tail, process_state, task_status
 
 # What a look reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
 # How much of the end of a failed task's log is searched for its traceback: a tensor printed in an exception's
 # message can fill the last lines, and the traceback is above them.
 ERROR_SEARCH_BYTES = 256 * 1024
-
-
-def process_state(pgid):  # TEMPORARY until _task_folder has its own
-    states = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                states.add(fields[0])
-    if states & {"T", "t"}:
-        return "stopped"
-    if "D" in states:
-        return "uninterruptible"
-    return "running" if states else None
 
 
 def log_end(path, size):

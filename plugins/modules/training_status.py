@@ -117,10 +117,12 @@ tasks:
       description: Pid of the task's last run, null if it never started.
       type: int
     returncode:
-      description: Return code once the run has ended; 0 also for servers stopped after the chief finished.
+      description: Return code once the run has ended; 0 also for servers stopped after the leader announced the end
+        of the job, 75 for a server whose leader stayed silent for its gone grace without announcing any end.
       type: int
     reason:
-      description: C(exited), C(stopped), C(chief finished), C(chief never seen), C(killed by signal N),
+      description: C(exited), C(stopped), C(chief finished) (the leader announced the end), C(leader unreachable for
+        Ns) (its port silent for the gone grace, no end announced), C(chief never seen), C(killed by signal N),
         C(died without exit record) or C(not started); null while running.
       type: str
     started_at:

@@ -187,8 +187,8 @@ def compile_error(path):
     except SyntaxError as error:  # IndentationError and TabError included
         # compile() always says where: a line, and that line's text unless it is blank.
         code = (error.text or "").strip()
-        return "%s, line %s: %s: %s%s" % (path, error.lineno, type(error).__name__, error.msg,
-                                           " ('%s')" % code if code else "")
+        quoted = " ('%s')" % code if code else ""
+        return "%s, line %s: %s: %s%s" % (path, error.lineno, type(error).__name__, error.msg, quoted)
     except (OSError, ValueError) as error:
         return "%s: %s" % (path, error)
     return ""

@@ -11,13 +11,13 @@ short_description: Download the wheels a node needs into the controller's wheelh
 description:
   - Downloads the wheels of O(requirements) and of their dependencies for the platform of O(node) (its Python version,
     machine and glibc) into a folder under O(path) on the controller, with the controller's pip
-    (C(pip download --only-binary=:all: --platform ... --python-version ... --abi ...)), and packs them into one
-    uncompressed tar beside it for the nodes (C(<folder>.tar)).
+    (C(pip download --only-binary=:all:) with C(--platform), C(--python-version) and C(--abi)), and packs them into
+    one uncompressed tar beside it for the nodes (C(<folder>.tar)).
   - The folder is named after the first requirement (the pinned TensorFlow) and the node's best platform tag, for
     example C(tensorflow-cpu-2.21.0-cp311-manylinux_2_36_x86_64); it records the requirement sets it holds, so a later
     call with the same set (another node, the next deploy) downloads nothing and runs no pip. Other sets for the same
     folder (another node's extra packages) are added to it.
-  - Hosts that call it at once share one download: the others wait on the folder's lock, then find it recorded.
+  - Hosts that call it at once share one download; the others wait on the folder's lock, then find it recorded.
   - pip evaluates the dependencies' environment markers with the controller's Python; a dependency that only a
     node of another Python version needs is missing from the folder, and the node's C(pip install --no-index) names it.
   - Runs in the controller's own process (an action plugin), whatever the host of the task; the controller's Python

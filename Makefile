@@ -51,9 +51,11 @@ $(COLLECTION_LINK):
 	@mkdir -p $(dir $@)
 	@ln -sfn ../../.. $@
 
-# The docker cloud's engine and node images (built once from Debian packages, then reused).
+# The docker cloud's engine and node images (built once from Debian packages, then reused): the TF node's and the
+# VM-like node's (cloud=docker-vm).
 images:
 	bash scripts/build-node-image.sh
+	bash scripts/build-node-image.sh --vm
 
 deploy: setup
 	$(BIN)/ansible-playbook playbooks/deploy.yml -e cloud=$(CLOUD) -e cluster_name=$(CLUSTER) $(EXTRA)

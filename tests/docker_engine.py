@@ -5,6 +5,7 @@ A pytest plugin (tests/conftest.py lists it in pytest_plugins), so every test fo
 - docker_engine       (session) a docker SDK client of a running engine, started with scripts/ensure-docker.sh
 - docker_base_image   (session) the base node image (scripts/build-node-image.sh --base-only), its name
 - docker_node_images  (session) the base and the TensorFlow node images (scripts/build-node-image.sh)
+- docker_vm_image     (session) the VM-like node image (scripts/build-node-image.sh --vm: systemd, cloud-init), its name
 
 When the engine cannot run here (no docker SDK, the engine does not start, a tool missing), a test that
 needs it is skipped on a developer's machine and FAILS when the environment variable CI is set: a CI run
@@ -21,6 +22,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
 BASE_IMAGE = os.environ.get("TFDIST_BASE_IMAGE", "tfdist/node:bookworm")
+VM_IMAGE = os.environ.get("TFDIST_VM_IMAGE", "tfdist/node-vm:bookworm")
 START_TIMEOUT = 300
 BUILD_TIMEOUT = 1800
 OUTPUT_LINES = 40
@@ -87,6 +89,13 @@ def docker_base_image(docker_engine):
 def docker_node_images(docker_engine):
     """The base and the TensorFlow node images: what the docker cloud and the Molecule scenarios run."""
     build_images()
+
+
+@pytest.fixture(scope="session")
+def docker_vm_image(docker_engine):
+    """The VM-like node image (systemd as PID 1, cloud-init, no TensorFlow): what cloud=docker-vm runs."""
+    build_images("--vm")
+    return VM_IMAGE
 
 
 def cluster_containers(client, cluster):

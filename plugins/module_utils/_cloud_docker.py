@@ -4,10 +4,16 @@
 """The local Docker Engine as a cloud (provider `docker`): a libcloud driver whose nodes are containers reached
 over SSH like VMs. No credentials (the socket's permissions apply), no region, no key pair or firewall of its own.
 
-Each node is a container of a local image (`make images` builds tfdist's) running sshd, attached only to a
-user-defined bridge network of its cluster (`tfdist-<cluster>`), with no published ports: the host reaches
-it on its bridge IP, the other nodes on the same network on any port. Containers and networks carry the label
-`tfdist.managed=true`; the driver lists, changes and removes nothing else.
+Each node is a container of a local image (`make images` builds tfdist's), attached only to a user-defined bridge
+network of its cluster (`tfdist-<cluster>`), with no published ports: the host reaches it on its bridge IP, the other
+nodes on the same network on any port. Containers and networks carry the label `tfdist.managed=true`; the driver
+lists, changes and removes nothing else. A node boots one of two ways:
+
+- without user-data, sshd is its only process (under tini), and root logs in with the key given at creation;
+- with user-data (`ex_userdata`, as EC2 takes it), it boots like a cloud VM: its image's own init (tfdist/node-vm:
+  systemd as PID 1, unprivileged) and cloud-init, which reads the user-data from a NoCloud seed written into the
+  container before its first boot. `systemctl poweroff` stops it; started again it boots from its disk, and cloud-init
+  knows the instance (its id is the container's) and makes no user or key again.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
@@ -15,6 +21,8 @@ Private to the collection (leading underscore): the API may change between relea
 from __future__ import annotations
 
 import datetime
+import io
+import tarfile
 import threading
 import time
 import traceback
@@ -75,6 +83,13 @@ host_key=/etc/ssh/ssh_host_ed25519_key
 [ -f "$host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$host_key"
 exec /usr/sbin/sshd -D -e -o HostKey="$host_key"
 '''
+
+# What systemd as PID 1 needs in an unprivileged container (the engine refuses --privileged, and none is needed): the
+# cgroup tree to read, and its own /run. The image stops with SIGRTMIN+3, systemd's orderly shutdown.
+_VM_VOLUMES = {'/sys/fs/cgroup': {'bind': '/sys/fs/cgroup', 'mode': 'ro'}}
+_VM_TMPFS = {'/run': '', '/run/lock': ''}
+# cloud-init's NoCloud datasource reads user-data and meta-data from this folder (tfdist/node-vm looks nowhere else).
+SEED_DIR = '/var/lib/cloud/seed/nocloud'
 
 # Threads of one process (libcloud_node creates nodes in parallel) must not create a cluster network twice:
 # Docker allows two networks of the same name.
@@ -159,13 +174,14 @@ class DockerNodeDriver(NodeDriver):
         return [self._to_node(summary) for summary in summaries]
 
     def create_node(self, name, size, image, location=None, auth=None, ex_metadata=None, ex_network=None,
-                    ex_authorized_key=None, ex_env=None, ex_volumes=None, **kwargs):
+                    ex_authorized_key=None, ex_env=None, ex_volumes=None, ex_userdata=None, **kwargs):
         """Run a container `name` of `image` (a tag) serving SSH on the cluster network; returns its Node.
 
         ex_metadata: labels (the tfdist tags); ex_network: the network (default tfdist-<tfdist_cluster tag>);
         ex_authorized_key: public key text for root (or `auth`, a NodeAuthSSHKey); ex_env: environment dict;
-        ex_volumes: volumes as docker-py's run() takes them. Other keyword arguments go to docker-py's
-        containers.create() as they are.
+        ex_volumes: volumes as a dict, as docker-py's run() takes them; ex_userdata: user-data (str or bytes) for
+        cloud-init: the container boots its image's own init instead of sshd alone, and the key arguments are left to
+        the user-data. Other keyword arguments go to docker-py's containers.create() as they are.
         """
         size_id = getattr(size, 'id', size)
         labels = dict((str(key), str(value)) for key, value in (ex_metadata or {}).items())
@@ -175,17 +191,23 @@ class DockerNodeDriver(NodeDriver):
         if not network:
             raise TfdistCloudError('create_node %s: give ex_network or a %s tag in ex_metadata'
                                    % (name, TAG_CLUSTER))
-        if auth is not None and isinstance(auth, NodeAuthSSHKey):
-            ex_authorized_key = ex_authorized_key or auth.pubkey
-        environment = dict(ex_env or {}, TFDIST_AUTHORIZED_KEY=(ex_authorized_key or '').strip())
+        if ex_userdata is None:
+            if auth is not None and isinstance(auth, NodeAuthSSHKey):
+                ex_authorized_key = ex_authorized_key or auth.pubkey
+            boot = dict(command=['/bin/sh', '-c', _NODE_COMMAND], volumes=ex_volumes,
+                        environment=dict(ex_env or {}, TFDIST_AUTHORIZED_KEY=(ex_authorized_key or '').strip()),
+                        init=True)  # tini as PID 1 reaps the processes that daemonize under sshd
+        else:
+            boot = dict(command=None, volumes=dict(_VM_VOLUMES, **(ex_volumes or {})), environment=ex_env,
+                        tmpfs=dict(_VM_TMPFS))
         create_kwargs = dict(size_limits(size_id), **kwargs)
         self._ensure_network(network, cluster)
         container = self.client.containers.create(
-            getattr(image, 'id', image), ['/bin/sh', '-c', _NODE_COMMAND], name=name, hostname=name,
-            labels=labels, network=network, environment=environment, volumes=ex_volumes,
-            init=True,  # tini as PID 1 reaps the processes that daemonize under sshd
-            **create_kwargs)
+            getattr(image, 'id', image), name=name, hostname=name, labels=labels, network=network,
+            **dict(boot, **create_kwargs))
         try:
+            if ex_userdata is not None:
+                self._write_seed(container.id, name, ex_userdata)
             container.start()
         except Exception:
             # Not left behind as a pending node that later runs would wait for.
@@ -244,6 +266,23 @@ class DockerNodeDriver(NodeDriver):
         return found
 
     # Helpers
+
+    def _write_seed(self, container_id, name, user_data):
+        """cloud-init's NoCloud seed on the container's disk, before its first boot: the user-data, and meta-data
+        with the container's id as the instance id (root's only: user-data may hold secrets)."""
+        files = {'user-data': user_data if isinstance(user_data, bytes) else user_data.encode(),
+                 'meta-data': ('instance-id: %s\nlocal-hostname: %s\n' % (container_id, name)).encode()}
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode='w') as tar:
+            folder = SEED_DIR.lstrip('/')
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o700
+            tar.addfile(info)
+            for file_name, data in files.items():
+                info = tarfile.TarInfo('%s/%s' % (folder, file_name))
+                info.size, info.mode = len(data), 0o600
+                tar.addfile(info, io.BytesIO(data))
+        self.api.put_archive(container_id, '/', archive.getvalue())
 
     def _get_node(self, container_id):
         summaries = self.api.containers(all=True, filters={'id': container_id})

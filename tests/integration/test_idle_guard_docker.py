@@ -3,8 +3,8 @@ it (the repository's ansible.cfg: pipelining, ControlPersist), with a timeout of
 
 - A node of the docker cloud's base image (sshd is PID 1, no systemd: the guard runs under the tfdist supervisor)
   stays up while a long command runs on it from the controller, and powers itself off after it.
-- A node with systemd as PID 1 (the base image plus systemd, built here in seconds): the guard is a service that
-  state=absent removes, and that comes back after a reboot and powers the node off.
+- A node with systemd as PID 1 (the VM-like node image of cloud=docker-vm, started here without user-data): the
+  guard is a service that state=absent removes, and that comes back after a reboot and powers the node off.
 
 The engine comes from the docker_engine fixture (skipped without one, a failure when CI is set). Every container
 is labelled with a cluster name of its own and removed at the end, even when a test fails.
@@ -26,18 +26,6 @@ from ansible_cli import run, run_playbook, tail
 from docker_engine import unavailable
 from processes import wait_until
 
-SYSTEMD_IMAGE = "tfdist-test/node-systemd:bookworm"
-# The base node image with systemd as PID 1, as a cloud VM boots; sshd makes its host keys at its first start.
-SYSTEMD_DOCKERFILE = """FROM {base}
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
-        systemd systemd-sysv >/dev/null && rm -rf /var/lib/apt/lists/*
-RUN mkdir -p /etc/systemd/system/ssh.service.d \\
-    && printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' \\
-        > /etc/systemd/system/ssh.service.d/host-keys.conf \\
-    && systemctl enable ssh.service
-STOPSIGNAL SIGRTMIN+3
-CMD ["/lib/systemd/systemd"]
-"""
 GUARD_LOG = "/root/.tfdist/idle-guard/task.log"
 UNIT = "/etc/systemd/system/tfdist-idle-guard.service"
 TASKS_DIR = "/var/lib/tfdist/it/tasks"
@@ -156,10 +144,9 @@ def test_a_long_command_from_the_controller_keeps_the_node_up_and_its_end_lets_i
     assert powering_off in container.logs().decode(errors="replace"), log
 
 
-def test_with_systemd_the_guard_is_a_service_that_comes_back_after_a_reboot(engine, node, docker_base_image):
-    engine.images.build(fileobj=io.BytesIO(SYSTEMD_DOCKERFILE.format(base=docker_base_image).encode()),
-                        tag=SYSTEMD_IMAGE, rm=True)
-    container, inventory = node(SYSTEMD_IMAGE, volumes={"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "ro"}},
+def test_with_systemd_the_guard_is_a_service_that_comes_back_after_a_reboot(node, docker_vm_image):
+    # Booted as the docker driver boots a VM-like node, with root's key given here instead of user-data.
+    container, inventory = node(docker_vm_image, volumes={"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "ro"}},
                                 tmpfs={"/run": "", "/run/lock": ""})
     idle_seconds = 15  # idle_minutes=0.25: long enough to reboot the node before the guard powers it off
     options = {"idle_minutes": idle_seconds / 60, "tasks_dir": TASKS_DIR}

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build the local node images of tfdist's `docker` cloud. No registry is reachable, so nothing is pulled:
-# the base image is a Debian rootfs made by debootstrap and imported, the TF image is built on top of it.
+# the base image is a Debian rootfs made by debootstrap and imported, the TF and VM-like images are built on top of it.
 #
-# Usage: build-node-image.sh [--force] [--base-only]   (roles/provision/files/, run by the provision role for
-#        the docker cloud; scripts/build-node-image.sh and `make images` run it from a checkout)
+# Usage: build-node-image.sh [--force] [--base-only | --vm]   (roles/provision/files/, run by the provision role
+#        for the docker cloud; scripts/build-node-image.sh and `make images` run it from a checkout)
 #   --force       rebuild the images even when they exist (by default an existing image is kept)
 #   --base-only   build only the base image (what the driver's integration tests need)
+#   --vm          build the base image and the VM-like node image, not the TF image (cloud=docker-vm)
 #
 # Images:
 #   $TFDIST_BASE_IMAGE  (tfdist/node:bookworm)   Debian bookworm minbase with python3, sshd, sudo;
@@ -14,6 +15,10 @@
 #                                                the image the docker cloud's nodes run: base +
 #                                                /opt/tfdist/venv with tensorflow-cpu, so that deploys
 #                                                do not download TensorFlow on every node
+#   $TFDIST_VM_IMAGE    (tfdist/node-vm:bookworm) the VM-like node (cloud=docker-vm), a stock cloud image: base +
+#                                                systemd as PID 1, cloud-init (NoCloud seed only), dbus, locales;
+#                                                no TensorFlow. Run unprivileged, as the docker driver does:
+#                                                -v /sys/fs/cgroup:/sys/fs/cgroup:ro --tmpfs /run --tmpfs /run/lock
 # Environment:
 #   TFDIST_TF_VERSION      tensorflow-cpu version for the TF image (2.21.0)
 #   TFDIST_DEBIAN_MIRROR   Debian mirror (default: the first one in this machine's apt sources)
@@ -25,11 +30,12 @@
 set -euo pipefail
 
 FORCE=0
-BASE_ONLY=0
+BUILD=tf
 for arg in "$@"; do
     case $arg in
         --force) FORCE=1 ;;
-        --base-only) BASE_ONLY=1 ;;
+        --base-only) BUILD=base ;;
+        --vm) BUILD=vm ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "build-node-image: unknown argument $arg (see --help)" >&2; exit 2 ;;
     esac
@@ -38,6 +44,7 @@ done
 TF_VERSION=${TFDIST_TF_VERSION:-2.21.0}
 BASE_IMAGE=${TFDIST_BASE_IMAGE:-tfdist/node:bookworm}
 TF_IMAGE=${TFDIST_NODE_IMAGE:-tfdist/node-tf:$TF_VERSION}
+VM_IMAGE=${TFDIST_VM_IMAGE:-tfdist/node-vm:bookworm}
 PIP_CACHE=${TFDIST_PIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}
 CA_BUNDLE=${TFDIST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 SUITE=bookworm
@@ -119,6 +126,64 @@ build_tf() {
     trap - EXIT
 }
 
+# What a cloud's stock image has that the base lacks: systemd as init, cloud-init, dbus, locales (cloud-init's locale
+# module needs them). cloud-init reads its NoCloud seed only (the docker driver writes it; the network and the
+# hostname are docker's) and makes one host key, ed25519, as sshd does where cloud-init did not (a container of
+# this image started without a seed). Every container gets its own machine id and host key.
+write_vm_files() {
+    mkdir -p "$1/etc/cloud/cloud.cfg.d" "$1/etc/systemd/system/ssh.service.d"
+    cat >"$1/etc/cloud/cloud.cfg.d/99_tfdist.cfg" <<'EOF'
+# tfdist's VM-like docker node: user-data and meta-data come from the NoCloud seed in /var/lib/cloud/seed/nocloud;
+# the network and the hostname are docker's; the locale is the one every glibc has (Debian's default, en_US.UTF-8,
+# would have to be generated first).
+datasource_list: [NoCloud]
+network: {config: disabled}
+preserve_hostname: true
+locale: C.UTF-8
+ssh_genkeytypes: [ed25519]
+EOF
+    cat >"$1/etc/systemd/system/ssh.service.d/host-key.conf" <<'EOF'
+[Service]
+ExecStartPre=/bin/sh -c 'test -e /etc/ssh/ssh_host_ed25519_key || ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/ssh_host_ed25519_key'
+EOF
+}
+
+build_vm() {
+    local builder=tfdist-build-vm-$$ files log
+    files=$(mktemp -d)
+    log=$files.log
+    # shellcheck disable=SC2064  # expanded now: the names are this function's locals
+    trap "docker rm -f '$builder' >/dev/null 2>&1 || true; rm -rf '$files' '$log'" EXIT
+    write_vm_files "$files"
+    say "installing systemd, cloud-init, dbus and locales (about 30 s)"
+    docker create --name "$builder" "$BASE_IMAGE" sh -ec '
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends \
+            systemd systemd-sysv cloud-init dbus locales
+        systemctl enable --quiet ssh.service
+        rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /etc/ssh/ssh_host_*
+        : >/etc/machine-id' >/dev/null
+    # etc/ only (not the temporary folder itself, whose mode would become the image's /), owned by root, world-readable.
+    tar -C "$files" --owner=0 --group=0 --mode=go+rX,go-w -c etc | docker cp - "$builder:/"
+    if ! docker start --attach "$builder" >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        err "installing the VM-like node's packages failed"
+        exit 1
+    fi
+    say "committing $VM_IMAGE"
+    docker commit --change 'CMD ["/lib/systemd/systemd"]' \
+        --message "tfdist node: debian $SUITE like a cloud VM (systemd, cloud-init)" "$builder" "$VM_IMAGE" >/dev/null
+    # docker commit takes no STOPSIGNAL: systemd's orderly shutdown on `docker stop`, in a build of one line.
+    # (The engine's note that its legacy builder is deprecated is shown only when the build fails.)
+    if ! printf 'FROM %s\nSTOPSIGNAL SIGRTMIN+3\n' "$VM_IMAGE" | docker build --quiet --tag "$VM_IMAGE" - >"$log" 2>&1; then
+        cat "$log" >&2
+        exit 1
+    fi
+    docker rm "$builder" >/dev/null
+    rm -rf "$files" "$log"
+    trap - EXIT
+}
+
 size_of() { docker image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1 / 1e6}'; }
 image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
 
@@ -143,7 +208,10 @@ build_image() {
 }
 
 build_image "$BASE_IMAGE" build_base
-[ "$BASE_ONLY" = 1 ] || build_image "$TF_IMAGE" build_tf
+case $BUILD in
+    tf) build_image "$TF_IMAGE" build_tf ;;
+    vm) build_image "$VM_IMAGE" build_vm ;;
+esac
 # A rebuild leaves the previous images untagged: remove them (the TF one first, it is built on the base)
 # unless something still uses them (a container, another tag, a child image), so --force does not fill the disk.
 for old in "${REPLACED[@]}"; do

@@ -1,8 +1,10 @@
 """The docker cloud (module_utils/_cloud_docker.py): its libcloud driver against an in-memory fake of the Docker Engine
 API (the real one: tests/integration/test_cloud_docker.py)."""
 
+import io
 import itertools
 import json
+import tarfile
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -36,6 +38,7 @@ class FakeAPI:
         self.containers_ = {}
         self.networks = {}
         self.calls = []
+        self.archives = []
         self.ids = itertools.count(1)
 
     def _match(self, summary, filters):
@@ -87,6 +90,10 @@ class FakeAPI:
     def restart(self, container_id, timeout):
         self.calls.append("restart")
 
+    def put_archive(self, container_id, path, data):
+        self.calls.append("put_archive")
+        self.archives.append((container_id, path, data))
+
     def images(self):
         return [{"Id": "sha256:1", "RepoTags": ["tfdist/node:bookworm", "tfdist/node:latest"], "Size": 1},
                 {"Id": "sha256:2", "RepoTags": ["<none>:<none>"], "Size": 1},
@@ -108,7 +115,7 @@ class FakeContainers:
         if image in self.fail_start:
             container.start = lambda: self.api.fail("cannot start: executable file not found")
         else:
-            container.start = lambda: None
+            container.start = lambda: self.api.calls.append("start")
         return container
 
 
@@ -186,6 +193,27 @@ def test_create_node_labels_network_and_no_published_ports(driver, engine):
     assert node.extra["container_id"] == node.id
     assert (node.size.id, node.image.id) == ("small", "tfdist/node:bookworm")
     assert node_identity(node) == NodeIdentity("tfdist", "worker", 1)
+
+
+def test_user_data_boots_the_image_init_with_a_nocloud_seed_written_before_the_first_start(driver, engine):
+    node = create(driver, ex_userdata="#cloud-config\n{}\n", ex_authorized_key=KEY, ex_env={"A": "1"})
+
+    run = engine.containers.create_calls[0]
+    # The image's own command (tfdist/node-vm: systemd) is PID 1, with what it needs in an unprivileged container.
+    assert run["command"] is None and "init" not in run
+    assert run["volumes"] == {"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "ro"}}
+    assert run["tmpfs"] == {"/run": "", "/run/lock": ""}
+    assert run["environment"] == {"A": "1"}  # the login and its key are the user-data's
+    assert [call for call in engine.api.calls if call in ("put_archive", "start")] == ["put_archive", "start"]
+    [(container_id, path, data)] = engine.api.archives
+    assert (container_id, path) == (node.id, "/")
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        members = dict((member.name, member) for member in archive.getmembers())
+        files = dict((name, archive.extractfile(member).read().decode()) for name, member in members.items()
+                     if member.isfile())
+    assert files == {"var/lib/cloud/seed/nocloud/user-data": "#cloud-config\n{}\n",
+                     "var/lib/cloud/seed/nocloud/meta-data": "instance-id: %s\nlocal-hostname: tfdist-worker-0\n" % node.id}
+    assert [oct(members[name].mode) for name in sorted(members)] == ["0o700", "0o600", "0o600"]
 
 
 def test_a_container_that_cannot_start_is_not_left_behind(driver, engine):

@@ -208,4 +208,8 @@ PROVIDER = CloudProvider(
     list_images=list_images,
     access=AzureAccess,
     size_facts=size_facts,
+    # No user-data: libcloud 3.9's azure_arm cannot send custom data (base64.b64encode(ex_customdata) refuses a str,
+    # and the bytes it makes of bytes do not go into its JSON body). The login user and its key come with
+    # ex_user_name and auth (AzureAccess.node_kwargs).
+    user_data_arg=None,
 )

@@ -361,4 +361,4 @@ class DockerNodeDriver(NodeDriver):
                 time.sleep(0.2)  # no container left: the engine may still be releasing their endpoints
 
 
-PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata')
+PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata', user_data_arg='ex_userdata')

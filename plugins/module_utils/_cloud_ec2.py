@@ -276,4 +276,6 @@ PROVIDER = CloudProvider(
     spot_name='spot',
     # A node that shuts itself down (an idle guard, a halted job) is terminated, not kept stopped and billed for disk.
     node_defaults={'ex_terminate_on_shutdown': True},
+    # RunInstances' UserData (libcloud encodes it).
+    user_data_arg='ex_userdata',
 )

@@ -137,4 +137,6 @@ PROVIDER = CloudProvider(
     spot_name='preemptible',
     # A cluster made with another zone's profile is still found.
     audit_args={'ex_zone': 'all'},
+    # The instance metadata's user-data, which cloud-init reads on GCE; next to the ssh-keys of GceAccess.node_kwargs.
+    user_data_arg=('ex_metadata', 'user-data'),
 )

@@ -119,4 +119,6 @@ PROVIDER = CloudProvider(
     tag_arg='ex_metadata',
     access=OpenStackAccess,
     size_facts=size_facts,
+    # The server's user_data (libcloud encodes it), read by cloud-init from the metadata service or config drive.
+    user_data_arg='ex_userdata',
 )

@@ -2,7 +2,7 @@
 # Apache-2.0 (see LICENSE)
 
 """What tfdist does with any cloud through apache-libcloud: the driver factory, which nodes are a cluster's,
-node dicts, image lookup, parallel or batched create and destroy, the key pair and firewall, error messages.
+node dicts, image lookup, parallel or batched create and destroy, the key pair and firewall, user-data, error messages.
 
 What differs per cloud (credentials, region, tags, batches, images, firewall) is declared in its own file
 (_cloud_<name>.py) and looked up in the registry of _clouds.py by provider name or driver type; names,
@@ -35,6 +35,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._provider import (
     run_parallel,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import cheapest_size, generic_facts
+from ansible_collections.tfdist.cluster.plugins.module_utils._user_data import cloud_config
 
 try:
     from libcloud.compute.providers import DRIVERS as LIBCLOUD_DRIVERS
@@ -209,6 +210,22 @@ def spot_create_kwargs(driver, field):
 def node_defaults(driver):
     """The create_node arguments every node of this driver's cloud gets (EC2: terminate on shutdown)."""
     return dict(provider_of(driver.type).node_defaults)
+
+
+def user_data_kwargs(driver, login, kwargs, field='user_data'):
+    """The create_node arguments that give a node of this driver's cloud the cloud-config of `login` ({user,
+    public_key}: _user_data.cloud_config), merged with those of `kwargs` it shares (GCE's metadata); TfdistCloudError
+    naming `field` on a cloud whose nodes tfdist cannot give user-data."""
+    arg = provider_of(driver.type).user_data_arg
+    if arg is None:
+        clouds = ', '.join(sorted(name for name, spec in PROVIDERS.items() if spec.user_data_arg))
+        raise TfdistCloudError('%s: tfdist gives user-data to nodes on %s only, not on provider %s'
+                               % (field, clouds, driver.type))
+    text = cloud_config(login['user'], login['public_key'], field)
+    if isinstance(arg, tuple):
+        arg, key = arg
+        return {arg: dict(kwargs.get(arg) or {}, **{key: text})}
+    return {arg: text}
 
 
 def resource_tags(resource):

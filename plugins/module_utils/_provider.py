@@ -51,11 +51,15 @@ class CloudProvider:
     node_defaults  create_node arguments every node of this cloud gets (create_args may override them)
     audit_args     list_nodes and list_volumes arguments that make them see the whole account, for the leak audit
                    (GCE lists one zone unless told otherwise); None: the driver's defaults
+    user_data_arg  the create_node argument that hands a node its user-data (text, read by cloud-init), or
+                   (argument, key) for a key of a dict argument (GCE metadata); None: tfdist gives this cloud's
+                   nodes no user-data
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
-                 size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None):
+                 size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
+                 user_data_arg=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -72,6 +76,7 @@ class CloudProvider:
         self.spot_name = spot_name
         self.node_defaults = dict(node_defaults or {})
         self.audit_args = dict(audit_args or {})
+        self.user_data_arg = user_data_arg
 
 
 def from_env(names):

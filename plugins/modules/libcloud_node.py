@@ -144,6 +144,27 @@ options:
         tag and C(ssh-keys) metadata, Azure SSH key and subnet).
     type: dict
     default: {}
+  user_data:
+    version_added: 0.5.0
+    description:
+      - The user-data (a cloud-config, read by cloud-init at the node's first boot) of every new node, as the clouds'
+        images make their login user - O(user_data.user) with O(user_data.public_key) in its C(authorized_keys) and
+        passwordless sudo - and with no SSH login as root. The node's image must run cloud-init.
+      - Handed over as each cloud takes user-data - EC2 C(UserData), GCE metadata C(user-data), OpenStack
+        C(user_data), and on V(docker) a NoCloud seed in the container, which then boots its image's own init
+        (C(tfdist/node-vm), systemd as PID 1). libcloud's Azure driver cannot send it - the task fails there, naming
+        this option.
+      - Nodes that already run stay as they are.
+    type: dict
+    suboptions:
+      user:
+        description: The login user, not V(root).
+        type: str
+        required: true
+      public_key:
+        description: The OpenSSH public key line that logs in as O(user_data.user) (the cluster's key).
+        type: str
+        required: true
   address:
     description:
       - Which IP address to wait for and to return as C(address) on each node.
@@ -223,6 +244,21 @@ EXAMPLES = r'''
         constraints: {cpus: 4, memory: 16g, gpus: 1}
         image: ami-0123456789abcdef0
   register: tfdist_nodes
+
+- name: VM-like docker nodes whose login user, debian, cloud-init makes from their user-data
+  tfdist.cluster.libcloud_node:
+    provider: docker
+    cluster: tfdist
+    roles:
+      - role: worker
+        count: 2
+        size: host
+        image: tfdist/node-vm:bookworm
+    user_data:
+      user: debian
+      public_key: "{{ lookup('ansible.builtin.file', '.cache/keys/tfdist.pub') }}"
+    address: private
+    wait_for_port: 22
 
 - name: Remove the whole cluster
   tfdist.cluster.libcloud_node:
@@ -415,6 +451,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_to_dict,
     spot_create_kwargs,
     tag_create_kwargs,
+    user_data_kwargs,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
 
@@ -513,12 +550,13 @@ def role_prices(roles, sizes, chosen):
     return prices
 
 
-def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None):
+def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None, user_data=None):
     """create_node kwargs (size, image, location objects and create_args) per role that needs new nodes, and
     the sizes chosen from constraints ({role: {size, reason}}, for every role with nodes, so the plan shows them).
 
     Looked up once per run, before anything is created, so a bad size or image, or constraints that no size
-    meets, fail early. `sizes`: driver.list_sizes() when the caller has it; `spot`: spot_roles().
+    meets, fail early. `sizes`: driver.list_sizes() when the caller has it; `spot`: spot_roles(); `user_data`: the
+    module's option.
     """
     needed = [(n, spec) for n, spec in enumerate(roles) if plan[spec['role']]['create']]
     for n, spec in needed:
@@ -536,6 +574,8 @@ def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None)
     chosen = choose_sizes(driver, roles, sizes, images)
     locations = driver.list_locations() if any(spec['location'] for n, spec in needed) else []
     access_kwargs = dict(node_defaults(driver), **node_kwargs(driver, access))
+    if user_data:
+        access_kwargs.update(user_data_kwargs(driver, user_data, access_kwargs))
     resolved = {}
     for n, spec in needed:
         args = dict(spec['create_args'])
@@ -546,7 +586,7 @@ def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None)
         args['image'] = find_by_id_or_name(images, spec['image'], 'roles[%d].image (%s nodes)' % (n, spec['role']))
         if spec['location']:
             args['location'] = find_by_id_or_name(locations, spec['location'], 'roles[%d].location (%s nodes)' % (n, spec['role']))
-        # The cloud's defaults, key and firewall first: the user's create_args may still override them; the
+        # The cloud's defaults, key, firewall and user-data first: the user's create_args may still override them; the
         # arguments of spot capacity come last, as the cloud refuses spot nodes without them.
         resolved[spec['role']] = dict(access_kwargs, **args)
         resolved[spec['role']].update((spot or {}).get(spec['role']) or {})
@@ -658,7 +698,8 @@ class ClusterNodes:
         plan = make_plan(current, params['roles'], params['state'])
         # Sizes are listed once when the cluster has nodes, for the sizes to create and for the plan's prices.
         sizes = self.driver.list_sizes() if present and any(spec['count'] > 0 for spec in params['roles']) else None
-        resolved, chosen = (resolve_create_args(self.driver, params['roles'], plan, params['access'], sizes, spot)
+        resolved, chosen = (resolve_create_args(self.driver, params['roles'], plan, params['access'], sizes, spot,
+                                                params['user_data'])
                             if present else ({}, {}))
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
         removed_ids = set(node.id for node in to_remove)
@@ -757,6 +798,10 @@ ARGUMENT_SPEC = dict(
     wait_for_port=dict(type='int'),
     address=dict(type='str', default='public', choices=['public', 'private']),
     access=dict(type='dict', default={}),
+    user_data=dict(type='dict', options=dict(
+        user=dict(type='str', required=True),
+        public_key=dict(type='str', required=True, no_log=False),
+    )),
 )
 
 

@@ -152,6 +152,14 @@ def test_unknown_size_or_image_fails_before_creating_anything(run, cloud, field)
     assert cloud.nodes == []
 
 
+def test_user_data_for_a_cloud_that_takes_none_fails_before_creating_anything(run, cloud):
+    result = run(roles=roles(worker=1), user_data={"user": "debian", "public_key": "ssh-ed25519 AAAA tfdist-demo"})
+
+    assert result["failed"] is True
+    assert result["msg"].startswith("user_data: tfdist gives user-data to nodes on docker, ec2, gce, openstack only")
+    assert cloud.nodes == []
+
+
 def test_failed_create_destroys_what_the_run_created(run, cloud):
     cloud.fail_names = {"tfdist-worker-1"}
 

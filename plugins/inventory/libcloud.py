@@ -16,8 +16,8 @@ description:
     C(tfdist_<cluster>_leader).
   - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_index), C(tfdist_public_ip),
     C(tfdist_private_ip) and C(libcloud_id), C(libcloud_name), C(libcloud_state), C(libcloud_provider),
-    C(libcloud_size), C(libcloud_image), C(libcloud_extra). Values from the cloud are marked unsafe,
-    so they are never templated.
+    C(libcloud_size), C(libcloud_image), C(libcloud_extra), and C(ansible_become) with O(become). Values from the
+    cloud are marked unsafe, so they are never templated.
   - Uses a YAML configuration file whose name ends with C(.libcloud.yml) or C(.libcloud.yaml).
   - O(provider), O(region), O(credentials) and O(driver_options) may be templates, for example to read a secret
     with the P(ansible.builtin.env#lookup) lookup.
@@ -49,6 +49,15 @@ options:
     type: str
     choices: [public, private]
     default: public
+  become:
+    description:
+      - Whether Ansible becomes root on the nodes (sets C(ansible_become) on every host), for a login user that is not
+        root but has passwordless sudo, as the clouds' images give theirs (C(ubuntu) on EC2, C(debian) on tfdist's
+        VM-like docker nodes). Tasks delegated to the controller are not affected.
+      - V(false) sets nothing, leaving C(become) to the playbook.
+    type: bool
+    default: false
+    version_added: 0.5.0
 '''
 
 EXAMPLES = r'''
@@ -56,6 +65,15 @@ EXAMPLES = r'''
 plugin: tfdist.cluster.libcloud
 provider: ec2
 region: eu-west-1
+
+---
+# Nodes whose login user is not root: Ansible logs in as ubuntu and becomes root with sudo
+plugin: tfdist.cluster.libcloud
+provider: ec2
+region: eu-west-1
+become: true
+compose:
+  ansible_user: "'ubuntu'"
 
 ---
 # Only cluster "tfdist", reached on private IPs, the password read from the environment, cached
@@ -159,6 +177,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 'libcloud_image': node['image'],
                 'libcloud_extra': node['extra'],
             }
+            if self.get_option('become'):
+                hostvars['ansible_become'] = True
             for name, value in hostvars.items():
                 self.inventory.set_variable(host, name, wrap_var(value))
 

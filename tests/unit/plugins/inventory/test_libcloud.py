@@ -99,6 +99,17 @@ def test_ansible_host_is_public_ip_by_default_or_private_on_request(inventory, c
     assert hostvars(public, "tfdist-worker-1")["tfdist_public_ip"] is None
 
 
+def test_become_makes_every_node_become_root_and_its_absence_leaves_it_to_the_playbook(inventory, cloud):
+    add_node(cloud, "tfdist", "chief", 0)
+    add_node(cloud, "tfdist", "worker", 0)
+
+    become = inventory(become=True)
+    plain = inventory()
+
+    assert [hostvars(become, name).get("ansible_become") for name in ("tfdist-chief-0", "tfdist-worker-0")] == [True, True]
+    assert "ansible_become" not in hostvars(plain, "tfdist-chief-0")
+
+
 def test_clusters_and_states_filters(inventory, cloud):
     add_node(cloud, "tfdist", "worker", 0)
     add_node(cloud, "other", "worker", 0)

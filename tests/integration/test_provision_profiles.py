@@ -55,8 +55,8 @@ def profile(tmp_path, text):
     return tmp_path / "profiles"
 
 
-def test_the_shipped_profiles_are_the_six_clouds():
-    assert SHIPPED == ["aws", "azure", "docker", "gce", "local", "openstack"]
+def test_the_shipped_profiles_are_the_seven_clouds():
+    assert SHIPPED == ["aws", "azure", "docker", "docker-vm", "gce", "local", "openstack"]
 
 
 @pytest.mark.parametrize("cloud", SHIPPED)

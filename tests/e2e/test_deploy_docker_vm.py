@@ -1,0 +1,96 @@
+"""cloud=docker-vm: the whole deploy on nodes like a cloud's VMs, as a user runs it.
+
+Each node boots the stock image tfdist/node-vm (systemd as PID 1, cloud-init, no TensorFlow) with the user-data that
+tfdist gives every cloud's nodes: cloud-init makes the login user debian with the cluster's key and passwordless sudo.
+Ansible logs in as debian and becomes root (the profile's libcloud_become), the tensorflow role installs TensorFlow
+from the package index (through TFDIST_CA_BUNDLE, the machine's CA bundle: a proxy re-signs HTTPS here), the job
+trains, its model comes back and loads, a second deploy changes nothing, and destroy leaves nothing.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from ansible_cli import REPO, run_playbook, tail
+from docker_engine import cluster_containers
+
+CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
+# Three nodes, each installing TensorFlow (about 600 MB) from the index, on this 2-core machine.
+DEPLOY_TIMEOUT = 1800
+
+
+@pytest.fixture
+def vm_cluster(docker_engine, docker_vm_image, cluster_name):
+    """A cluster name on cloud=docker-vm; destroyed afterwards, even when the test fails."""
+    yield cluster_name
+    run_playbook("playbooks/destroy.yml", "cloud=docker-vm", f"cluster_name={cluster_name}")
+
+
+def ssh(key, user, container, command):
+    container.reload()
+    ip = container.attrs["NetworkSettings"]["Networks"][container.attrs["HostConfig"]["NetworkMode"]]["IPAddress"]
+    return subprocess.run(
+        ["ssh", "-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+         "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", f"{user}@{ip}", command],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+def node_recaps(output, cluster):
+    """{host: changed count} of the play recap's lines for the cluster's nodes."""
+    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s", output, re.MULTILINE)
+            if host.startswith(cluster + "-")}
+
+
+def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tensorflow_and_trains(
+        docker_engine, vm_cluster):
+    import keras
+
+    name = vm_cluster
+    deploy = ("playbooks/deploy.yml", "cloud=docker-vm", f"cluster_name={name}", "tf_workers=1", "tf_ps=1",
+              "tf_train_steps=300")
+    env = {"TFDIST_CA_BUNDLE": CA_BUNDLE}
+    result = run_playbook(*deploy, env=env, timeout=DEPLOY_TIMEOUT)
+    assert result.returncode == 0, tail(result)
+
+    containers = cluster_containers(docker_engine, name)
+    assert sorted(c.name for c in containers) == sorted(f"{name}-{task}" for task in ("chief-0", "worker-0", "ps-0"))
+    key = os.path.join(REPO, ".cache", "keys", name)
+    for container in containers:
+        # A VM-like node: systemd is PID 1 and cloud-init ran; TensorFlow came from the deploy, not the image.
+        assert container.exec_run(["cat", "/proc/1/comm"]).output.decode().strip() == "systemd", container.name
+        assert container.exec_run(["cloud-init", "status"]).output.decode().strip() == "status: done", container.name
+        assert "/opt/tfdist/venv" in {change["Path"] for change in container.diff()}, container.name
+        # Ansible logged in as debian, which cloud-init made with the cluster's key and sudo; root is refused.
+        login = ssh(key, "debian", container, "whoami && sudo -n whoami")
+        assert (login.returncode, login.stdout.split()) == (0, ["debian", "root"]), (container.name, login.stderr)
+        root = ssh(key, "root", container, "true")
+        assert root.returncode == 255 and "Permission denied" in root.stderr, (container.name, root.stderr)
+        # What needs root ran as root through become: the idle guard is a systemd service, TensorFlow root's.
+        guard = container.exec_run(["systemctl", "is-active", "tfdist-idle-guard"]).output.decode().strip()
+        assert guard == "active", container.name
+        owner = container.exec_run(["stat", "-c", "%U", "/opt/tfdist/venv/bin/python"]).output.decode().strip()
+        assert owner == "root", container.name
+
+    artifacts = os.path.join(REPO, "artifacts", name)
+    with open(os.path.join(artifacts, "summary.json")) as handle:
+        summary = json.load(handle)
+    assert summary["cloud"] == "docker-vm" and summary["steps"] == 300 and summary["accuracy"] > 0.8, summary
+    model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
+    digits = np.load(os.path.join(REPO, "roles", "training", "files", "data", "digits.npz"))
+    assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8
+
+    # The same deploy again: everything is in place and the job is done, so no node changes.
+    again = run_playbook(*deploy, env=env)
+    assert again.returncode == 0, tail(again)
+    assert node_recaps(again.stdout, name) == {container.name: 0 for container in containers}, tail(again)
+
+    gone = run_playbook("playbooks/destroy.yml", "cloud=docker-vm", f"cluster_name={name}")
+    assert gone.returncode == 0, tail(gone)
+    assert cluster_containers(docker_engine, name) == []
+    assert docker_engine.networks.list(names=[f"tfdist-{name}"]) == []
+    assert not os.path.exists(key) and not os.path.exists(key + ".pub")
+    assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml"))

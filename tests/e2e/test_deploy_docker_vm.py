@@ -3,8 +3,9 @@
 Each node boots the stock image tfdist/node-vm (systemd as PID 1, cloud-init, no TensorFlow) with the user-data that
 tfdist gives every cloud's nodes: cloud-init makes the login user debian with the cluster's key and passwordless sudo.
 Ansible logs in as debian and becomes root (the profile's libcloud_become), the tensorflow role installs TensorFlow
-from the package index (through TFDIST_CA_BUNDLE, the machine's CA bundle: a proxy re-signs HTTPS here), the job
-trains, its model comes back and loads, a second deploy changes nothing, and destroy leaves nothing.
+on the stock image (from the controller's wheelhouse, downloaded through TFDIST_CA_BUNDLE, the machine's CA bundle: a
+proxy re-signs HTTPS here), the job trains, its model comes back and loads, a second deploy changes nothing, and
+destroy leaves nothing.
 """
 
 import json
@@ -19,7 +20,7 @@ from ansible_cli import REPO, run_playbook, tail
 from docker_engine import cluster_containers
 
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
-# Three nodes, each installing TensorFlow (about 600 MB) from the index, on this 2-core machine.
+# Three nodes that install TensorFlow (about 600 MB), on a 2-core machine, with a wheelhouse to fill the first time.
 DEPLOY_TIMEOUT = 1800
 
 

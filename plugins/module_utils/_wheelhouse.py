@@ -43,7 +43,7 @@ def platform_tags(platform, glibc):
     """The Linux tags a node's pip accepts, in pip's order: linux_<machine> (a wheel built there), then
     manylinux_2_<minor> from its glibc down to the oldest, each legacy alias after its glibc.
     platform is sysconfig.get_platform() there (linux-x86_64), glibc its version (2.36)."""
-    system, _, machine = platform.partition("-")
+    system, machine = (platform.split("-", 1) + [""])[:2]
     if system != "linux" or not machine:
         raise WheelhouseError("a Linux node is needed (its Python says %s)" % platform)
     if not glibc:

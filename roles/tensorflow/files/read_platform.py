@@ -17,10 +17,10 @@ import sysconfig
 def glibc_version():
     """2.36 on glibc 2.36, else None."""
     try:
-        name, _, version = os.confstr("CS_GNU_LIBC_VERSION").partition(" ")
+        name_version = os.confstr("CS_GNU_LIBC_VERSION").split()
     except (AttributeError, OSError, ValueError):  # not a name this libc knows
         return None
-    return version if name == "glibc" else None
+    return name_version[1] if name_version[:1] == ["glibc"] and len(name_version) == 2 else None
 
 
 print(json.dumps({"python_version": "%d.%d" % sys.version_info[:2], "implementation": sys.implementation.name,

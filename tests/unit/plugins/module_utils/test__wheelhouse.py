@@ -147,7 +147,7 @@ def test_nodes_at_once_share_one_download(tmp_path, pip, monkeypatch):
     def node():
         results.append(_wheelhouse.ensure(str(tmp_path), [TF], NODE, pip))
 
-    threads = [threading.Thread(target=node) for _ in range(3)]
+    threads = [threading.Thread(target=node) for node_number in range(3)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -162,6 +162,9 @@ build_vm() {
             systemd systemd-sysv cloud-init dbus locales
         systemctl enable --quiet ssh.service
         rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /etc/ssh/ssh_host_*
+        # No package lists, dated as old as can be: a node'"'"'s first apt task with a cache_valid_time fetches them
+        # (a stock cloud image'"'"'s lists are days old), as the empty folder of a fresh build would not make it.
+        touch -d @0 /var/lib/apt/lists
         : >/etc/machine-id' >/dev/null
     # etc/ only (not the temporary folder itself, whose mode would become the image's /), owned by root, world-readable.
     tar -C "$files" --owner=0 --group=0 --mode=go+rX,go-w -c etc | docker cp - "$builder:/"

@@ -184,7 +184,7 @@ def test_what_roles_and_playbooks_name_is_shipped(tarball):
     assert missing == []
     # The provision role loads inventories/<cloud>/cloud.yml next to playbooks/ (provision_profiles_dir).
     profiles = {name.split("/")[1] for name in names if fnmatch.fnmatchcase(name, "inventories/*/cloud.yml")}
-    assert profiles == {"aws", "azure", "docker", "gce", "local", "openstack"}
+    assert profiles == {"aws", "azure", "docker", "docker-vm", "gce", "local", "openstack"}
 
 
 def test_the_shipped_unit_tests_find_their_helpers(tarball):

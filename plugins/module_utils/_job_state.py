@@ -14,7 +14,7 @@ import time
 from ._failures import error_in
 from ._json_files import read_json
 from ._supervisor import parse_host_port, tcp_answers
-from ._task_folder import LOG_NAME, failed, log_tail, process_state, task_status
+from ._task_folder import LOG_NAME, failed, log_end, log_tail, process_states, task_status
 
 # What a look reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
@@ -23,34 +23,32 @@ TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "st
 ERROR_SEARCH_BYTES = 256 * 1024
 
 
-def log_end(path, size):
-    """The last `size` bytes of a file as text, '' when it cannot be read."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - size))
-            return handle.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def task_state(name, task_dir, tail_lines):
     """The task's state as the supervisor recorded it. While it runs: its log's size (a script that writes no
-    status.json makes progress by writing) and whether the kernel holds its processes (`process`: running, stopped,
-    uninterruptible). Once it is not running: the end of its log, and the error that log ends with."""
+    status.json makes progress by writing). Once it is not running: the end of its log, and the error that log ends
+    with. (Whether the kernel holds its processes is the answer's: see note_processes().)"""
     status = task_status(task_dir)
     state = dict(name=name, **{key: status[key] for key in TASK_KEYS})
-    log_path = os.path.join(task_dir, LOG_NAME)
     if state["running"]:
         try:
-            state["log_size"] = os.path.getsize(log_path)
+            state["log_size"] = os.path.getsize(os.path.join(task_dir, LOG_NAME))
         except OSError:
             state["log_size"] = None
-        state["process"] = process_state(status["pid"]) if status["task_running"] else None
+        state["process"] = None  # note_processes()
     else:
         state["log_tail"] = log_tail(task_dir, tail_lines)
-        state["error"] = error_in(log_end(log_path, ERROR_SEARCH_BYTES))
+        state["error"] = error_in(log_end(task_dir, ERROR_SEARCH_BYTES))
     return state
+
+
+def note_processes(seen):
+    """Whether the kernel holds the processes of each running task of a look (`process`: running, stopped,
+    uninterruptible), in one pass over /proc: once per answer, not at every look of a wait."""
+    running = [task for task in seen["tasks"] if task["running"] and task["pid"]]  # none left: None
+    states = process_states([task["pid"] for task in running])
+    for task in running:
+        task["process"] = states[task["pid"]]
+    return seen
 
 
 def answers(address, timeout):
@@ -112,4 +110,4 @@ def watch(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0, wait
         news, seen = moment(latest) != moment(seen), latest
         if news:
             break
-    return dict(seen, waited=round(time.monotonic() - started, 1))
+    return dict(note_processes(seen), waited=round(time.monotonic() - started, 1))

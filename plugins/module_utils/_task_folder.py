@@ -102,8 +102,9 @@ def alive(pid, starttime=None):
     return starttime is None or current == 0 or current == starttime
 
 
-def group_states(pgid):
-    """The states (/proc/PID/stat: R, S, D, T, t...) of the group's processes that have not ended; None without /proc.
+def groups_states(pgids):
+    """{pgid: the states (/proc/PID/stat: R, S, D, T, t...) of its processes that have not ended} for each of pgids, in
+    one pass over /proc; None without /proc.
 
     A zombie has ended: it only waits for a parent to reap it, which an orphan's init may do late (seconds, where PID 1
     is not a reaping init)."""
@@ -111,12 +112,18 @@ def group_states(pgid):
         entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
         return None
-    states = []
+    found = {pgid: [] for pgid in pgids}
     for entry in entries:
         fields = proc_stat(entry)  # None: gone meanwhile
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-            states.append(fields[0])
-    return states
+        if fields and fields[0] != "Z" and int(fields[2]) in found:
+            found[int(fields[2])].append(fields[0])
+    return found
+
+
+def group_states(pgid):
+    """The states of the group's processes that have not ended (see groups_states()); None without /proc."""
+    found = groups_states([pgid])
+    return None if found is None else found[pgid]
 
 
 def group_alive(pgid):
@@ -131,12 +138,17 @@ def group_alive(pgid):
     return True if states is None else bool(states)  # no /proc to tell a zombie from a process
 
 
-def process_state(pgid):
-    """Whether the processes of a task (pgid: its process group, the task's pid) can go on: PROCESSES_STOPPED when one
-    of them is stopped (SIGSTOP, a debugger: state T or t), PROCESSES_UNINTERRUPTIBLE when one waits in the kernel
-    where no signal reaches it (state D: a hung disk, NFS mount or device), else PROCESSES_RUNNING; None when none runs
-    (or there is no /proc to tell). The whole group: a task of a warm host runs in a child of the group's leader."""
-    states = group_states(pgid) if pgid else None
+def process_states(pgids):
+    """{pgid: whether the processes of that task (pgid: its process group, the task's pid) can go on}, in one pass over
+    /proc: PROCESSES_STOPPED when one of them is stopped (SIGSTOP, a debugger: state T or t), PROCESSES_UNINTERRUPTIBLE
+    when one waits in the kernel where no signal reaches it (state D: a hung disk, NFS mount or device), else
+    PROCESSES_RUNNING; None when none runs (or there is no /proc to tell). The whole group: a task of a warm host runs
+    in a child of the group's leader."""
+    found = groups_states([pgid for pgid in pgids if pgid]) or {}
+    return {pgid: kernel_hold(found.get(pgid)) for pgid in pgids}
+
+
+def kernel_hold(states):
     if not states:
         return None
     if any(state in "Tt" for state in states):
@@ -144,6 +156,11 @@ def process_state(pgid):
     if "D" in states:
         return PROCESSES_UNINTERRUPTIBLE
     return PROCESSES_RUNNING
+
+
+def process_state(pgid):
+    """process_states() of one task."""
+    return process_states([pgid])[pgid]
 
 
 def signal_group(pgid, sig):
@@ -214,15 +231,20 @@ def failed(status):
     return status["reason"] == DIED or status["returncode"] != 0
 
 
-def log_tail(task_dir, lines=30):
-    """The last lines of a task's task.log, reading only the end of a long log."""
+def log_end(task_dir, size):
+    """The last `size` bytes of a task's task.log as text, '' when it cannot be read: the end of a long log, read alone."""
     try:
         with open(os.path.join(task_dir, LOG_NAME), "rb") as handle:
             handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 256 * max(lines, 1) - 4096))
-            return "\n".join(handle.read().decode(errors="replace").splitlines()[-lines:])
+            handle.seek(max(0, handle.tell() - size))
+            return handle.read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def log_tail(task_dir, lines=30):
+    """The last lines of a task's task.log, reading only the end of a long log."""
+    return "\n".join(log_end(task_dir, 256 * max(lines, 1) + 4096).splitlines()[-lines:])
 
 
 # ---------------------------------------------------------------- what a task runs with

@@ -1,5 +1,8 @@
 """A look at a job (module_utils/_job_state.py): what the watch acts on."""
 
+import os
+import signal
+
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state, _supervisor, _task_folder
@@ -35,3 +38,18 @@ def test_a_wait_answers_at_once_when_a_task_ends(chief):
     assert wait_until(lambda: not _task_folder.task_status(chief["dir"])["running"])
     seen = _job_state.watch([chief], wait=30, wait_interval=0.1)
     assert seen["waited"] < 1 and seen["tasks"][0]["reason"] == "stopped"
+
+
+def test_an_answer_says_which_running_tasks_the_kernel_holds(chief, tmp_path):
+    worker = {"name": "worker-0", "dir": str(tmp_path / "tasks" / "worker-0")}
+    _supervisor.start(worker["dir"], "worker-0", ["sleep", "60"])
+    try:
+        pid = _task_folder.task_status(worker["dir"])["pid"]
+        os.killpg(pid, signal.SIGSTOP)
+        tasks = {t["name"]: t for t in _job_state.watch([chief, worker])["tasks"]}
+        assert (tasks["chief-0"]["process"], tasks["worker-0"]["process"]) == ("running", "stopped")
+        os.killpg(pid, signal.SIGCONT)
+    finally:
+        _supervisor.stop(worker["dir"], timeout=5)
+    # A task that is not running is described by its end, not by its processes.
+    assert "process" not in _job_state.watch([worker])["tasks"][0]

@@ -36,10 +36,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))  # the one way to run ansible, the wait helper
 
 from ansible_cli import run, run_playbook  # noqa: E402
+from docker_engine import BASE_IMAGE, make_ssh_key, root_ssh_node  # noqa: E402
 from goals import write  # noqa: E402
 from processes import wait_until  # noqa: E402
 
-BASE_IMAGE = os.environ.get("TFDIST_BASE_IMAGE", "tfdist/node:bookworm")
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
 LABELS = {"tfdist.managed": "true", "tfdist_cluster": "bench-tf-install"}
 PLAYBOOK = """
@@ -65,28 +65,14 @@ class Nodes:
         self.containers, self.network = [], None
 
     def __enter__(self):
-        key = os.path.join(self.workdir, "id_ed25519")
-        if not os.path.exists(key):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+        key = make_ssh_key(self.workdir)
         suffix = uuid.uuid4().hex[:8]
         self.network = self.client.networks.create("bench-tf-%s" % suffix, labels=LABELS)
         hosts = {}
         for index in range(self.count):
-            container = self.client.containers.run(BASE_IMAGE, detach=True, name="bench-tf-%s-%d" % (suffix, index),
-                                                   network=self.network.name, labels=LABELS)
+            container, hosts["node%d" % index] = root_ssh_node(
+                self.client, BASE_IMAGE, key, "bench-tf-%s-%d" % (suffix, index), LABELS, network=self.network.name)
             self.containers.append(container)
-            with open(key + ".pub", "rb") as public:
-                subprocess.run(["docker", "exec", "-i", container.id, "sh", "-c",
-                                "mkdir -p /root/.ssh && cat > /root/.ssh/authorized_keys"],
-                               input=public.read(), check=True, capture_output=True)
-            container.reload()
-            address = container.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]
-            if not wait_until(lambda: ssh_answers(address), timeout=60):
-                sys.exit("node %s: no SSH" % container.name)
-            hosts["node%d" % index] = {
-                "ansible_host": address, "ansible_user": "root", "ansible_ssh_private_key_file": key,
-                "ansible_python_interpreter": "/usr/bin/python3",
-                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"}
         self.inventory = os.path.join(self.workdir, "inventory.yml")
         with open(self.inventory, "w") as handle:
             yaml.safe_dump({"all": {"hosts": hosts}}, handle)
@@ -101,14 +87,6 @@ class Nodes:
         for container in self.containers:
             container.remove(force=True)
         self.network.remove()
-
-
-def ssh_answers(address):
-    try:
-        with socket.create_connection((address, 22), timeout=2) as connection:
-            return connection.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
 
 
 def answers(address, port):

@@ -7,6 +7,10 @@ A pytest plugin (tests/conftest.py lists it in pytest_plugins), so every test fo
 - docker_node_images  (session) the base and the TensorFlow node images (scripts/build-node-image.sh)
 - docker_vm_image     (session) the VM-like node image (scripts/build-node-image.sh --vm: systemd, cloud-init), its name
 
+and the one way a test (or a bench) gets a container it reaches over SSH as root, as Ansible does a node:
+make_ssh_key(folder), root_ssh_node(client, image, key, ...) -> (container, its inventory host variables),
+ssh_answers(address).
+
 When the engine cannot run here (no docker SDK, the engine does not start, a tool missing), a test that
 needs it is skipped on a developer's machine and FAILS when the environment variable CI is set: a CI run
 must never look green because its docker tests did not run. unavailable() is that rule; call it for any
@@ -15,7 +19,9 @@ other prerequisite of a docker-based test. An image build that fails is always a
 
 import json
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -116,3 +122,43 @@ def chief_status(client, cluster):
         if error.status_code != 409:
             raise
         return {}  # created by the deploy but not started yet (or stopped): exec answers 409 Conflict
+
+
+# What Ansible needs to reach a test container as root with a key of the test's own (no host key to remember).
+SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+AUTHORIZE = "mkdir -p /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"
+
+
+def make_ssh_key(folder):
+    """An ed25519 key pair in folder (id_ed25519 and .pub), made once; the private key's path."""
+    key = os.path.join(str(folder), "id_ed25519")
+    if not os.path.exists(key):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfdist-test", "-f", key], check=True)
+    return key
+
+
+def ssh_answers(address):
+    """Whether sshd answers on address:22 with its banner."""
+    try:
+        with socket.create_connection((address, 22), timeout=2) as connection:
+            return connection.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def root_ssh_node(client, image, key, name, labels, network=None, ssh_timeout=60, **options):
+    """A running container of image (on network, or the default bridge) whose root accepts key over SSH, and the
+    inventory host variables that reach it: (container, host_vars). The caller removes the container."""
+    container = client.containers.run(image, detach=True, name=name, labels=labels, network=network, **options)
+    with open(key + ".pub", "rb") as public:
+        done = subprocess.run(["docker", "exec", "-i", container.id, "sh", "-c", AUTHORIZE], input=public.read(),
+                              capture_output=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    container.reload()
+    address = container.attrs["NetworkSettings"]["Networks"][network or "bridge"]["IPAddress"]
+    deadline = time.monotonic() + ssh_timeout
+    while not ssh_answers(address):
+        assert time.monotonic() < deadline, container.logs().decode(errors="replace")[-3000:]
+        time.sleep(0.2)
+    return container, {"ansible_host": address, "ansible_user": "root", "ansible_ssh_private_key_file": key,
+                       "ansible_python_interpreter": "/usr/bin/python3", "ansible_ssh_common_args": SSH_ARGS}

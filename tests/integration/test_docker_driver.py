@@ -2,16 +2,18 @@
 
 The engine comes from the docker_engine fixture (tests/docker_engine.py: scripts/ensure-docker.sh; skipped
 without an engine, a failure when CI is set), the base node image from scripts/build-node-image.sh --base-only
-(about a minute the first time, cached after). Every test works on clusters with unique names and removes their
-containers and networks even when it fails.
+(about a minute the first time, cached after), the VM-like image from scripts/build-node-image.sh --vm (about 15 s more).
+Every test works on clusters with unique names and removes their containers and networks even when it fails.
 """
 
 import contextlib
 import io
 import json
+import pathlib
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -20,7 +22,8 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_node
 
 from ansible_cli import run, run_inventory, tail
-from docker_engine import unavailable
+from docker_engine import SSH_ARGS, make_ssh_key, unavailable
+from processes import wait_until
 
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
 NODES = 3  # what cluster_roles() asks for
@@ -53,9 +56,14 @@ def leftovers(client, cluster):
 
 @pytest.fixture(scope="module")
 def ssh_key(tmp_path_factory):
-    key = tmp_path_factory.mktemp("ssh") / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfdist-test", "-f", str(key)], check=True)
-    return key
+    return pathlib.Path(make_ssh_key(tmp_path_factory.mktemp("ssh")))
+
+
+def ssh(key, login, command):
+    """`ssh -i key login command` (login: user@address), with the test key only; the CompletedProcess."""
+    return subprocess.run(
+        ["ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *SSH_ARGS.split(), login, command],
+        capture_output=True, text=True, timeout=60, check=False)
 
 
 def run_module(**args):
@@ -119,13 +127,9 @@ def test_each_node_answers_ssh_with_the_generated_key(deployed, ssh_key):
     cluster, result = deployed
     host_keys = set()
     for node in result["nodes"]:
-        ssh = subprocess.run(
-            ["ssh", "-i", str(ssh_key), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-             "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "root@" + node["address"],
-             "hostname && cat /etc/ssh/ssh_host_ed25519_key.pub"],
-            capture_output=True, text=True, timeout=60, check=False)
-        assert ssh.returncode == 0, ssh.stderr
-        hostname, host_key = ssh.stdout.splitlines()
+        login = ssh(ssh_key, "root@" + node["address"], "hostname && cat /etc/ssh/ssh_host_ed25519_key.pub")
+        assert login.returncode == 0, login.stderr
+        hostname, host_key = login.stdout.splitlines()
         assert hostname == node["name"]
         host_keys.add(host_key)
     assert len(host_keys) == NODES  # every container made its own host keys
@@ -190,3 +194,78 @@ def test_absent_removes_the_network_a_cluster_left_without_containers(request, e
     assert (result["changed"], result["removed_leftovers"]) == (True, ["network tfdist-" + cluster])
     assert leftovers(engine, cluster) == []
     assert run_module(cluster=cluster, state="absent")["changed"] is False
+
+# ---------------------------------------------------------------- a VM-like node (cloud=docker-vm)
+# Made by the libcloud_node module with user-data as cloud=docker-vm makes its nodes: the stock image (tfdist/node-vm,
+# scripts/build-node-image.sh --vm) boots systemd as PID 1 and cloud-init, which reads the user-data from its NoCloud
+# seed and makes the login user debian with the key and passwordless sudo, root login off. `systemctl poweroff` stops
+# the container, and a start boots it from its disk, with its host key.
+
+
+@pytest.fixture(scope="module")
+def vm(request, engine, ssh_key, docker_vm_image):
+    """(module arguments, container) of a one-node cluster of the VM-like image, made with user-data."""
+    cluster = "it-vm-%s" % uuid.uuid4().hex[:8]
+    args = dict(cluster=cluster, wait_for_port=22, address="private",
+                roles=[dict(role="worker", count=1, size="host", image=docker_vm_image)],
+                user_data=dict(user="debian", public_key=ssh_key.with_suffix(".pub").read_text()))
+    request.addfinalizer(lambda: run_module(cluster=cluster, state="absent"))
+    result = run_module(**args)
+    assert not result.get("failed") and len(result["created"]) == 1, result
+    return args, engine.containers.get(result["created"][0]["id"])
+
+
+def address(container):
+    container.reload()
+    return next(iter(container.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
+
+
+def ssh_to(key, user, container, command):
+    return ssh(key, f"{user}@{address(container)}", command)
+
+
+def output(container, *command):
+    return container.exec_run(list(command)).output.decode().strip()
+
+
+def test_the_node_boots_systemd_and_cloud_init_reads_its_seed(vm):
+    args, container = vm
+
+    assert output(container, "cat", "/proc/1/comm") == "systemd"
+    assert output(container, "cloud-init", "status", "--wait") == "status: done", output(
+        container, "tail", "-n", "40", "/var/log/cloud-init.log")
+    assert output(container, "systemctl", "is-system-running", "--wait") == "running", output(
+        container, "systemctl", "--failed", "--no-legend")
+    # The instance is the container: a start of the same container is a reboot of the same VM.
+    assert output(container, "cloud-init", "query", "instance_id") == container.id
+    assert container.attrs["Config"]["StopSignal"] == "SIGRTMIN+3"  # systemd's orderly shutdown on docker stop
+
+
+def test_cloud_init_makes_the_login_user_with_the_key_and_sudo_and_root_cannot_log_in(vm, ssh_key):
+    args, container = vm
+
+    login = ssh_to(ssh_key, "debian", container, "whoami && sudo -n whoami")
+    assert login.returncode == 0 and login.stdout.split() == ["debian", "root"], login.stderr
+    root = ssh_to(ssh_key, "root", container, "true")
+    assert root.returncode == 255 and "Permission denied" in root.stderr, (root.stdout, root.stderr)
+
+
+def test_a_poweroff_stops_the_container_and_a_start_boots_it_from_its_disk_with_its_host_key(vm, ssh_key):
+    args, container = vm
+    host_key = output(container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub")
+    assert ssh_to(ssh_key, "debian", container, "sudo -n touch /var/tmp/written-before").returncode == 0
+
+    ssh_to(ssh_key, "debian", container, "sudo -n systemctl poweroff")  # the connection ends with the node
+
+    assert wait_until(lambda: container.reload() or container.status == "exited", timeout=60), container.status
+    assert container.attrs["State"]["ExitCode"] == 0
+    # present means running: the module starts the stopped node, as a deploy does.
+    began = time.monotonic()
+    result = run_module(**args)
+    assert not result.get("failed") and [node["id"] for node in result["started"]] == [container.id], result
+    assert output(container, "cloud-init", "status", "--wait") == "status: done"
+    print(f"boot to SSH and cloud-init done: {time.monotonic() - began:.1f} s")
+    back = ssh_to(ssh_key, "debian", container, "test -e /var/tmp/written-before && sudo -n whoami")
+    assert back.returncode == 0 and back.stdout.strip() == "root", back.stderr
+    # cloud-init knew the instance: no new host key (a VM keeps its own through a reboot).
+    assert output(container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub") == host_key

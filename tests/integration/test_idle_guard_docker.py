@@ -13,8 +13,6 @@ is labelled with a cluster name of its own and removed at the end, even when a t
 import io
 import json
 import shutil
-import socket
-import subprocess
 import tarfile
 import time
 import uuid
@@ -23,7 +21,7 @@ import pytest
 import yaml
 
 from ansible_cli import run, run_playbook, tail
-from docker_engine import unavailable
+from docker_engine import make_ssh_key, root_ssh_node, unavailable
 from processes import wait_until
 
 GUARD_LOG = "/root/.tfdist/idle-guard/task.log"
@@ -40,9 +38,7 @@ def engine(docker_engine, docker_base_image):
 
 @pytest.fixture(scope="module")
 def ssh_key(tmp_path_factory):
-    key = tmp_path_factory.mktemp("ssh") / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfdist-test", "-f", str(key)], check=True)
-    return key
+    return make_ssh_key(tmp_path_factory.mktemp("ssh"))
 
 
 @pytest.fixture
@@ -52,41 +48,16 @@ def node(request, engine, ssh_key, tmp_path):
     containers = []
 
     def start(image, **options):
-        container = engine.containers.run(image, detach=True, name="it-guard-%s" % uuid.uuid4().hex[:8],
-                                          labels={"tfdist.managed": "true", "tfdist_cluster": "it-idle-guard"},
-                                          **options)
+        container, host = root_ssh_node(engine, image, ssh_key, "it-guard-%s" % uuid.uuid4().hex[:8],
+                                        {"tfdist.managed": "true", "tfdist_cluster": "it-idle-guard"}, **options)
         containers.append(container)
-        authorize = "mkdir -p /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"
-        assert exec_with_stdin(container, authorize, ssh_key.with_suffix(".pub").read_bytes()) == 0
-        container.reload()
-        address = container.attrs["NetworkSettings"]["IPAddress"]
-        assert wait_until(lambda: ssh_answers(address), timeout=60), container.logs().decode(errors="replace")
         inventory = tmp_path / "inventory.yml"
-        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"node": {
-            "ansible_host": address, "ansible_user": "root",
-            "ansible_ssh_private_key_file": str(ssh_key), "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-        }}}}))
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"node": host}}}))
         return container, str(inventory)
 
     yield start
     for container in containers:
         container.remove(force=True)
-
-
-def ssh_answers(address):
-    try:
-        with socket.create_connection((address, 22), timeout=2) as connection:
-            return connection.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
-def exec_with_stdin(container, command, data):
-    """Run command in container with data on its stdin (docker exec -i); its exit code."""
-    done = subprocess.run(["docker", "exec", "-i", container.id, "sh", "-c", command], input=data,
-                          capture_output=True, check=False, timeout=60)
-    return done.returncode
 
 
 def guard(inventory, **args):

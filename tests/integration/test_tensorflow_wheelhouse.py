@@ -18,8 +18,6 @@ container and the network are labelled and removed at the end, even when a test 
 import json
 import os
 import shutil
-import socket
-import subprocess
 import time
 import uuid
 
@@ -27,8 +25,7 @@ import pytest
 import yaml
 
 from ansible_cli import run_playbook, tail
-from docker_engine import unavailable
-from processes import wait_until
+from docker_engine import make_ssh_key, root_ssh_node, unavailable
 
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
 VENV_PYTHON = "/opt/tfdist/venv/bin/python"
@@ -61,27 +58,14 @@ def offline_nodes(docker_engine, docker_base_image, tmp_path_factory):
     if not os.path.isfile(CA_BUNDLE):
         unavailable("no CA bundle at %s (set TFDIST_CA_BUNDLE)" % CA_BUNDLE)
     home = tmp_path_factory.mktemp("wheelhouse-nodes")
-    key = home / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfdist-test", "-f", str(key)], check=True)
+    key = make_ssh_key(home)
     suffix = uuid.uuid4().hex[:8]
     network = docker_engine.networks.create("it-wheelhouse-%s" % suffix, internal=True, labels=LABELS)
     containers, hosts = {}, {}
     try:
         for name in ("node1", "node2"):
-            container = docker_engine.containers.run(docker_base_image, detach=True, name="it-wheelhouse-%s-%s" % (
-                name, suffix), network=network.name, labels=LABELS)
-            containers[name] = container
-            authorize = "mkdir -p /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"
-            done = subprocess.run(["docker", "exec", "-i", container.id, "sh", "-c", authorize], check=False,
-                                  input=key.with_suffix(".pub").read_bytes(), capture_output=True, timeout=60)
-            assert done.returncode == 0, done.stderr
-            container.reload()
-            address = container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
-            assert wait_until(lambda: ssh_answers(address), timeout=60), container.logs().decode(errors="replace")
-            hosts[name] = {"ansible_host": address, "ansible_user": "root", "ansible_ssh_private_key_file": str(key),
-                           "ansible_python_interpreter": "/usr/bin/python3",
-                           "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-                                                      "-o LogLevel=ERROR"}
+            containers[name], hosts[name] = root_ssh_node(docker_engine, docker_base_image, key, "it-wheelhouse-%s-%s" % (
+                name, suffix), LABELS, network=network.name)
         inventory = home / "inventory.yml"
         inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
         yield containers, str(inventory)
@@ -89,14 +73,6 @@ def offline_nodes(docker_engine, docker_base_image, tmp_path_factory):
         for container in containers.values():
             container.remove(force=True)
         network.remove()
-
-
-def ssh_answers(address):
-    try:
-        with socket.create_connection((address, 22), timeout=2) as connection:
-            return connection.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
 
 
 def converge(inventory, playbook, *hosts):

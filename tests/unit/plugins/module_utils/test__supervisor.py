@@ -17,17 +17,6 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor,
 from processes import alive, wait_until
 
 
-@pytest.fixture
-def task_dir(tmp_path):
-    path = str(tmp_path / "tasks" / "worker-0")
-    yield path
-    _supervisor.stop(path, timeout=5)  # never leave a test's process behind
-
-
-def ended(task_dir):
-    return lambda: not _task_folder.task_status(task_dir)["running"]
-
-
 def test_stop_ends_the_task_records_it_and_is_idempotent(task_dir):
     started = _supervisor.start(task_dir, "worker-0", ["sh", "-c", "trap '' TERM; sleep 60"], stop_timeout=1)
 
@@ -49,7 +38,7 @@ def test_start_refuses_a_running_task_and_a_missing_program(task_dir, tmp_path):
     assert _task_folder.task_status(other)["returncode"] == 127
 
 
-def test_environment_layers_reach_the_task(task_dir, tmp_path):
+def test_environment_layers_reach_the_task(task_dir, tmp_path, task_ended):
     env_file = tmp_path / "task.env"
     env_file.write_text("# comment\nMODE=from-file=yes\nexport OTHER=x\n")
     tf_config = tmp_path / "tf_config.json"
@@ -57,7 +46,7 @@ def test_environment_layers_reach_the_task(task_dir, tmp_path):
     _supervisor.start(task_dir, "w", ["sh", "-c", 'echo "$SECRET|$MODE|$OTHER|$TF_CONFIG" > seen.txt'],
                       env={"SECRET": "s3cr3t", "MODE": "overridden by the env file"}, env_file=str(env_file),
                       env_from_files={"TF_CONFIG": str(tf_config)})
-    assert wait_until(ended(task_dir))
+    assert wait_until(task_ended)
 
     with open(os.path.join(task_dir, "seen.txt")) as f:
         assert f.read().strip() == 's3cr3t|from-file=yes|x|{"task": {"type": "ps", "index": 0}}'
@@ -157,12 +146,12 @@ def finished_leader():
 
 
 @pytest.mark.parametrize("end_grace, stops", [(0, True), (None, False)], ids=["a-server", "with-gone-grace"])
-def test_a_server_stops_at_the_announced_end_with_no_end_grace(task_dir, finished_leader, end_grace, stops):
+def test_a_server_stops_at_the_announced_end_with_no_end_grace(task_dir, finished_leader, end_grace, stops, task_ended):
     _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % finished_leader,
                       gone_grace=30, probe_interval=0.2, end_grace=end_grace)
 
     # A server is done once the leader says so; another task keeps its gone_grace (30 s here).
-    assert wait_until(ended(task_dir), timeout=5) is stops
+    assert wait_until(task_ended, timeout=5) is stops
     if stops:
         status = _task_folder.task_status(task_dir)
         assert (status["returncode"], status["reason"], _task_folder.failed(status)) == (0, "chief finished", False)
@@ -174,20 +163,20 @@ def relaunched_leader():
     yield from leader_port(ends_first=True)
 
 
-def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(task_dir, relaunched_leader):
+def test_a_server_launched_before_the_chief_outlives_the_last_runs_announcement(task_dir, relaunched_leader, task_ended):
     _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % relaunched_leader,
                       gone_grace=3, probe_interval=0.2, end_grace=0)
 
     # The end it hears first is the last run's: the chief comes back within the grace, and the server serves it.
-    assert wait_until(ended(task_dir), timeout=4) is False
+    assert wait_until(task_ended, timeout=4) is False
     assert "announces the end" in _task_folder.log_tail(task_dir, 20)
 
 
-def test_an_announced_end_is_the_end_after_the_gone_grace_too(task_dir, finished_leader):
+def test_an_announced_end_is_the_end_after_the_gone_grace_too(task_dir, finished_leader, task_ended):
     _supervisor.start(task_dir, "evaluator-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % finished_leader,
                       gone_grace=2, probe_interval=0.2)
 
-    assert wait_until(ended(task_dir), timeout=10)
+    assert wait_until(task_ended, timeout=10)
     status = _task_folder.task_status(task_dir)
     assert (status["returncode"], status["reason"], _task_folder.failed(status)) == (0, "chief finished", False)
 
@@ -232,22 +221,22 @@ def silent_leader():
     done.set()
 
 
-def test_a_server_serves_through_a_silence_of_its_leader_shorter_than_the_grace(task_dir, silent_leader):
+def test_a_server_serves_through_a_silence_of_its_leader_shorter_than_the_grace(task_dir, silent_leader, task_ended):
     port = silent_leader(after=1.0, seconds=1.5)
     _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % port, gone_grace=3,
                       probe_interval=0.2, end_grace=0)
 
     # A network blip: the leader answers again within the grace, and the server goes on serving it.
-    assert wait_until(ended(task_dir), timeout=6) is False
+    assert wait_until(task_ended, timeout=6) is False
     assert "stopping task" not in _task_folder.log_tail(task_dir, 20)
 
 
-def test_a_server_whose_leader_stays_silent_is_stopped_as_failed_not_as_finished(task_dir, silent_leader):
+def test_a_server_whose_leader_stays_silent_is_stopped_as_failed_not_as_finished(task_dir, silent_leader, task_ended):
     port = silent_leader(after=1.0, seconds=None)
     _supervisor.start(task_dir, "ps-0", ["sleep", "60"], stop_when_gone="127.0.0.1:%d" % port, gone_grace=2,
                       probe_interval=0.2, end_grace=0)
 
-    assert wait_until(ended(task_dir), timeout=10)
+    assert wait_until(task_ended, timeout=10)
     status = _task_folder.task_status(task_dir)
     silent = re.fullmatch(r"leader unreachable for (\d+)s", status["reason"])
     assert silent and 2 <= int(silent.group(1)) <= 4, status["reason"]

@@ -14,17 +14,6 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _json_files,
 from processes import wait_until
 
 
-@pytest.fixture
-def task_dir(tmp_path):
-    path = str(tmp_path / "tasks" / "worker-0")
-    yield path
-    _supervisor.stop(path, timeout=5)  # never leave a test's process behind
-
-
-def ended(task_dir):
-    return lambda: not _task_folder.task_status(task_dir)["running"]
-
-
 def test_a_folder_without_records_is_a_task_never_started(tmp_path):
     status = _task_folder.task_status(str(tmp_path / "nowhere"))
 
@@ -48,9 +37,9 @@ def test_a_running_task_is_running_with_its_pids(task_dir):
         assert int(f.read()) == started["supervisor_pid"]
 
 
-def test_an_exited_task_has_its_return_code_reason_and_log(task_dir):
+def test_an_exited_task_has_its_return_code_reason_and_log(task_dir, task_ended):
     _supervisor.start(task_dir, "chief-0", ["sh", "-c", "echo to-out; echo to-err >&2; exit 3"])
-    assert wait_until(ended(task_dir))
+    assert wait_until(task_ended)
 
     status = _task_folder.task_status(task_dir)
     assert (status["returncode"], status["reason"]) == (3, "exited")
@@ -61,29 +50,29 @@ def test_an_exited_task_has_its_return_code_reason_and_log(task_dir):
     assert _task_folder.log_tail(task_dir, 1).splitlines() == [tail.splitlines()[-1]]
 
 
-def test_a_task_that_exits_cleanly_is_no_failure(task_dir):
+def test_a_task_that_exits_cleanly_is_no_failure(task_dir, task_ended):
     _supervisor.start(task_dir, "worker-0", ["true"])
-    assert wait_until(ended(task_dir))
+    assert wait_until(task_ended)
 
     status = _task_folder.task_status(task_dir)
     assert (status["returncode"], status["reason"], _task_folder.failed(status)) == (0, "exited", False)
 
 
-def test_a_task_that_died_with_its_supervisor_has_no_exit_record(task_dir):
+def test_a_task_that_died_with_its_supervisor_has_no_exit_record(task_dir, task_ended):
     started = _supervisor.start(task_dir, "ps-0", ["sleep", "60"])
     os.kill(started["supervisor_pid"], signal.SIGKILL)  # e.g. the OOM killer: no exit.json gets written
     os.killpg(started["pid"], signal.SIGKILL)
-    assert wait_until(ended(task_dir))
+    assert wait_until(task_ended)
 
     status = _task_folder.task_status(task_dir)
     assert status["reason"] == _task_folder.DIED == "died without exit record" and status["returncode"] is None
     assert _task_folder.failed(status) is True
 
 
-def test_a_killed_task_is_recorded_with_its_signal(task_dir):
+def test_a_killed_task_is_recorded_with_its_signal(task_dir, task_ended):
     started = _supervisor.start(task_dir, "worker-1", ["sleep", "60"])
     os.kill(started["pid"], signal.SIGKILL)
-    assert wait_until(ended(task_dir))
+    assert wait_until(task_ended)
 
     status = _task_folder.task_status(task_dir)
     assert (status["returncode"], status["reason"]) == (-9, "killed by signal 9")

@@ -35,7 +35,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._provider import (
     run_parallel,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import cheapest_size, generic_facts
-from ansible_collections.tfdist.cluster.plugins.module_utils._user_data import cloud_config
+from ansible_collections.tfdist.cluster.plugins.module_utils._user_data import cloud_config, without_user_data
 
 try:
     from libcloud.compute.providers import DRIVERS as LIBCLOUD_DRIVERS
@@ -212,16 +212,16 @@ def node_defaults(driver):
     return dict(provider_of(driver.type).node_defaults)
 
 
-def user_data_kwargs(driver, login, kwargs, field='user_data'):
+def user_data_kwargs(driver, login, kwargs, field='user_data', host_key=None):
     """The create_node arguments that give a node of this driver's cloud the cloud-config of `login` ({user,
-    public_key}: _user_data.cloud_config), merged with those of `kwargs` it shares (GCE's metadata); TfdistCloudError
-    naming `field` on a cloud whose nodes tfdist cannot give user-data."""
+    public_key}) and `host_key` (_user_data.cloud_config), merged with those of `kwargs` it shares (GCE's metadata);
+    TfdistCloudError naming `field` on a cloud whose nodes tfdist cannot give user-data."""
     arg = provider_of(driver.type).user_data_arg
     if arg is None:
         clouds = ', '.join(sorted(name for name, spec in PROVIDERS.items() if spec.user_data_arg))
         raise TfdistCloudError('%s: tfdist gives user-data to nodes on %s only, not on provider %s'
                                % (field, clouds, driver.type))
-    text = cloud_config(login['user'], login['public_key'], field)
+    text = cloud_config(login['user'], login['public_key'], field, host_key)
     if isinstance(arg, tuple):
         arg, key = arg
         return {arg: dict(kwargs.get(arg) or {}, **{key: text})}
@@ -346,7 +346,7 @@ def node_to_dict(node, address='public'):
         'size': _ref_id(node.size, extra, _SIZE_KEYS),
         'image': _ref_id(node.image, extra, _IMAGE_KEYS),
         'spot': resource_tags(node).get(TAG_SPOT) == 'true' or extra.get('instance_lifecycle') == 'spot',
-        'extra': _json_safe(extra),
+        'extra': _json_safe(without_user_data(extra)),
     }
 
 

@@ -165,6 +165,22 @@ options:
         description: The OpenSSH public key line that logs in as O(user_data.user) (the cluster's key).
         type: str
         required: true
+      known_hosts:
+        description:
+          - A known_hosts file on the controller (the host the module runs on) that pins the nodes' host keys. Each
+            new node gets an ed25519 host key pair of its own, made here, in its cloud-config (cloud-init's
+            C(ssh_keys); the image's other host keys are deleted and none is generated), and its public key is written
+            to this file as soon as the node exists, on a line named after the node (C(NAME ssh-ed25519 KEY)), not its
+            address. A node created again under the same name (a lost node replaced) gets a new key that replaces its
+            line; a node that already runs keeps its line; the lines of the nodes a run removes go.
+          - The private key is never written on the controller, and is masked (no_log) in whatever the module
+            returns; node data a cloud hands back with the user-data in it (GCE's metadata) is returned without it.
+            It does travel to the node in its user-data, which the cloud keeps with the node.
+          - The file is made mode 0600, its folder 0700 when missing. Connect with the
+            P(tfdist.cluster.libcloud#inventory) plugin's O(tfdist.cluster.libcloud#inventory:known_hosts) set to it.
+          - Unset, cloud-init makes the nodes' host keys and nothing is pinned.
+        type: path
+        version_added: 0.5.0
   address:
     description:
       - Which IP address to wait for and to return as C(address) on each node.
@@ -245,7 +261,7 @@ EXAMPLES = r'''
         image: ami-0123456789abcdef0
   register: tfdist_nodes
 
-- name: VM-like docker nodes whose login user, debian, cloud-init makes from their user-data
+- name: VM-like docker nodes whose login user, debian, cloud-init makes from their user-data, with pinned host keys
   tfdist.cluster.libcloud_node:
     provider: docker
     cluster: tfdist
@@ -257,6 +273,7 @@ EXAMPLES = r'''
     user_data:
       user: debian
       public_key: "{{ lookup('ansible.builtin.file', '.cache/keys/tfdist.pub') }}"
+      known_hosts: .cache/keys/tfdist.known_hosts
     address: private
     wait_for_port: 22
 
@@ -433,6 +450,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     node_tags,
     validate_cluster_name,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import new_host_key, record, secret_parts
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
@@ -625,18 +643,39 @@ class ClusterNodes:
         self.module.fail_json(msg=msg, created=[self.to_dict(n) for n in created],
                               removed=[self.to_dict(n) for n in removed])
 
+    def known_hosts(self):
+        """The known_hosts file that pins the host keys of the nodes this run creates; None: no host keys."""
+        return (self.params['user_data'] or {}).get('known_hosts')
+
+    def new_host_key(self, name):
+        """Node `name`'s own host key pair, whose private half is masked wherever it could show (no_log)."""
+        host_key = new_host_key(name)
+        self.module.no_log_values.update(secret_parts(host_key))
+        return host_key
+
     def create(self, resolved, plan, spot=None):
-        """Create the planned nodes role by role; on a failure destroy what this run created, then fail."""
+        """Create the planned nodes role by role; on a failure destroy what this run created, then fail.
+
+        With user_data.known_hosts each node gets a host key of its own in its user-data, pinned in that file as soon
+        as the nodes exist (before the wait, which may fail and leave them).
+        """
+        known_hosts = self.known_hosts()
+        host_keys = {}
         created = []
         for role, base_args in resolved.items():
             indexes = plan[role]['create']
             requests = []
             for index in indexes:
+                name = node_name(self.cluster, role, index)
                 tags = node_tags(self.cluster, role, index)
                 if role in (spot or {}):
                     tags[TAG_SPOT] = 'true'
-                requests.append(dict(base_args, name=node_name(self.cluster, role, index),
-                                     **tag_create_kwargs(self.driver, tags, base_args)))
+                request = dict(base_args, name=name, **tag_create_kwargs(self.driver, tags, base_args))
+                if known_hosts:
+                    host_keys[name] = self.new_host_key(name)
+                    request.update(user_data_kwargs(self.driver, self.params['user_data'], request,
+                                                    host_key=host_keys[name]))
+                requests.append(request)
             results = create_nodes(self.driver, self.connect, requests)
             created += [r for r in results if not isinstance(r, Exception)]
             failures = []
@@ -648,6 +687,8 @@ class ClusterNodes:
                     failures.append((index, 'the driver named it %r, so later runs could not find it' % result.name))
             if failures:
                 self.rollback(role, failures, created)
+        if known_hosts and created:
+            record(known_hosts, dict((node.name, host_keys[node.name].public) for node in created))
         return created
 
     def rollback(self, role, failures, created):
@@ -728,6 +769,10 @@ class ClusterNodes:
                 failed = ['%s (%s)' % (node.name, error) for node, error in zip(to_remove, errors) if error is not None]
                 if failed:
                     self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
+                if self.known_hosts():
+                    # A removed duplicate may share its name with a node that stays: that node's line stays too.
+                    staying = set(node.name for node in kept + created)
+                    record(self.known_hosts(), {}, forget=[node.name for node in removed if node.name not in staying])
         # A cloud of tfdist's own driver (docker) may hold more of the cluster once its nodes are gone.
         leftovers = []
         if not present and hasattr(self.driver, 'ex_destroy_leftovers'):
@@ -801,6 +846,7 @@ ARGUMENT_SPEC = dict(
     user_data=dict(type='dict', options=dict(
         user=dict(type='str', required=True),
         public_key=dict(type='str', required=True, no_log=False),
+        known_hosts=dict(type='path'),
     )),
 )
 

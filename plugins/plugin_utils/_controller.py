@@ -48,11 +48,12 @@ class ModuleDone(BaseException):
 
 
 class ModuleHere:
-    """What a module's code uses of AnsibleModule (params, check_mode, _diff, exit_json, fail_json), in this
-    process."""
+    """What a module's code uses of AnsibleModule (params, check_mode, _diff, no_log_values, exit_json, fail_json), in
+    this process."""
 
     def __init__(self, params, check_mode, diff):
         self.params, self.check_mode, self._diff = params, check_mode, diff
+        self.no_log_values = set()  # values the module's code marks secret, masked in its result as AnsibleModule does
 
     def exit_json(self, **result):
         raise ModuleDone(result)
@@ -98,5 +99,5 @@ class RunsHere(AnswerFirst):
             self.MODULE_CODE.run_module(module)
         except ModuleDone as done:
             # As AnsibleModule does: no value of a no_log option (credentials) in what is returned.
-            return remove_values(done.args[0], validation._no_log_values)
+            return remove_values(done.args[0], validation._no_log_values | module.no_log_values)
         raise AnsibleActionFail("%s returned no result" % self.MODULE)

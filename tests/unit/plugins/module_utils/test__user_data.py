@@ -1,13 +1,15 @@
-"""The user-data a node gets (_user_data.cloud_config) and where each cloud takes it (_libcloud.user_data_kwargs)."""
+"""The user-data a node gets (_user_data.cloud_config), its host key, where each cloud takes it
+(_libcloud.user_data_kwargs), and that it never comes back in a node's data (without_user_data)."""
 
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import new_host_key
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import user_data_kwargs
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
-from ansible_collections.tfdist.cluster.plugins.module_utils._user_data import cloud_config
+from ansible_collections.tfdist.cluster.plugins.module_utils._user_data import cloud_config, without_user_data
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-demo"
 LOGIN = {"user": "debian", "public_key": KEY + "\n"}
@@ -23,6 +25,20 @@ def test_the_cloud_config_makes_the_login_user_with_the_key_and_sudo_and_keeps_r
                    "ssh_authorized_keys": [KEY]}],
         "disable_root": True,
     }
+
+
+def test_with_a_host_key_the_node_gets_that_key_alone():
+    host_key = new_host_key("demo-worker-0")
+
+    config = yaml.safe_load(cloud_config("debian", KEY, host_key=host_key))
+
+    # cloud-init writes these as /etc/ssh/ssh_host_ed25519_key{,.pub}, after deleting the image's own host keys,
+    # and generates no other type.
+    assert config["ssh_keys"] == {"ed25519_private": host_key.private, "ed25519_public": host_key.public}
+    assert config["ssh_keys"]["ed25519_private"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    assert config["ssh_keys"]["ed25519_public"].startswith("ssh-ed25519 ")
+    assert (config["ssh_deletekeys"], config["ssh_genkeytypes"]) == (True, [])
+    assert config["users"][0]["ssh_authorized_keys"] == [KEY]  # the login stays as it was
 
 
 @pytest.mark.parametrize("user, key, message", [
@@ -60,3 +76,25 @@ def test_a_cloud_that_cannot_take_user_data_is_named_with_those_that_can():
 
     assert str(error.value) == ("user_data: tfdist gives user-data to nodes on docker, ec2, gce, openstack only, "
                                 "not on provider azure_arm")
+
+
+def test_a_cloud_takes_the_host_key_with_the_rest_of_the_user_data():
+    host_key = new_host_key("demo-worker-0")
+
+    kwargs = user_data_kwargs(SimpleNamespace(type="ec2"), LOGIN, {}, host_key=host_key)
+
+    assert yaml.safe_load(kwargs["ex_userdata"])["ssh_keys"]["ed25519_public"] == host_key.public
+
+
+def test_node_data_comes_back_without_the_user_data():
+    """GCE hands a node's metadata back, user-data included: its private host key must not reach a result or an
+    inventory."""
+    secret = cloud_config("debian", KEY, host_key=new_host_key("demo-worker-0"))
+    extra = {"metadata": {"fingerprint": "abc", "items": [{"key": "ssh-keys", "value": "tfdist:" + KEY},
+                                                          {"key": "user-data", "value": secret}]},
+             "user_data": secret, "tags": {"tfdist_cluster": "demo"}}
+
+    assert without_user_data(extra) == {"metadata": {"fingerprint": "abc",
+                                                     "items": [{"key": "ssh-keys", "value": "tfdist:" + KEY}]},
+                                        "tags": {"tfdist_cluster": "demo"}}
+    assert "ed25519_private" in extra["user_data"]  # a copy: the driver's node is left as it was

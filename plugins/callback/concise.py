@@ -20,6 +20,10 @@ description:
     (C(argument_spec_data), often hundreds of lines) nor the arguments it was given (C(validate_args_context)
     is kept, it names the role and entry point).
   - At verbosity 3 (C(-vvv)) and above the failure is shown whole, as C(ansible.builtin.default) shows it.
+  - A host that ssh refused over its host key, where the host's C(tfdist_known_hosts) names the known_hosts file that
+    pins it (the P(tfdist.cluster.libcloud#inventory) plugin's O(tfdist.cluster.libcloud#inventory:known_hosts)),
+    is UNREACHABLE with a message that names the node and that file instead of ssh's banner (verbosity 3 and above
+    show ssh's own words).
   - Skipped tasks are not shown (a deploy skips many checks and steps that do not apply to its cloud);
     C(-v) or more, or O(display_skipped_hosts=true), shows them again.
   - A loop whose items changed nothing is one line (the host and the number of items) instead of one line
@@ -73,6 +77,8 @@ import re
 from ansible import constants as C
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallbackModule
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import KNOWN_HOSTS_VAR, refusal
 
 # What a failed argument-spec validation returns beyond its message and errors: the role's whole
 # specification, and the arguments that were checked (what the user wrote, or all of a role's defaults).
@@ -188,6 +194,14 @@ class CallbackModule(DefaultCallbackModule):
     def v2_playbook_on_stats(self, stats):
         self._write_quiet_hosts()
         super().v2_playbook_on_stats(stats)
+
+    def v2_runner_on_unreachable(self, result):
+        # This callback's own copy of the result: other callbacks see ssh's words.
+        known_hosts = result.host.vars.get(KNOWN_HOSTS_VAR)
+        message = refusal(result.host.get_name(), known_hosts, result.result.get('msg')) if known_hosts else None
+        if message and self._display.verbosity < WHOLE_FROM_VERBOSITY:
+            result.result['msg'] = message
+        super().v2_runner_on_unreachable(result)
 
     def _dump_results(self, result, *args, **kwargs):
         if self._display.verbosity < WHOLE_FROM_VERBOSITY:

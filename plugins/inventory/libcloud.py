@@ -16,8 +16,8 @@ description:
     C(tfdist_<cluster>_leader).
   - Sets C(ansible_host), C(tfdist_cluster), C(tfdist_role), C(tfdist_index), C(tfdist_public_ip),
     C(tfdist_private_ip) and C(libcloud_id), C(libcloud_name), C(libcloud_state), C(libcloud_provider),
-    C(libcloud_size), C(libcloud_image), C(libcloud_extra), and C(ansible_become) with O(become). Values from the
-    cloud are marked unsafe, so they are never templated.
+    C(libcloud_size), C(libcloud_image), C(libcloud_extra), C(ansible_become) with O(become), and the ssh settings of
+    O(known_hosts). Values from the cloud are marked unsafe, so they are never templated.
   - Uses a YAML configuration file whose name ends with C(.libcloud.yml) or C(.libcloud.yaml).
   - O(provider), O(region), O(credentials) and O(driver_options) may be templates, for example to read a secret
     with the P(ansible.builtin.env#lookup) lookup.
@@ -58,6 +58,19 @@ options:
     type: bool
     default: false
     version_added: 0.5.0
+  known_hosts:
+    description:
+      - A known_hosts file that pins the nodes' host keys, one line per node named after it, as
+        M(tfdist.cluster.libcloud_node) writes it (O(tfdist.cluster.libcloud_node#module:user_data.known_hosts)).
+      - Every host then gets C(ansible_ssh_common_args) that make ssh accept only its line's key
+        (C(StrictHostKeyChecking=yes), C(UserKnownHostsFile) this file and no other, C(HostKeyAlias) the node's name,
+        so that a node whose address changes is still known), C(ansible_host_key_checking=true) (over
+        C(host_key_checking = False) in an C(ansible.cfg)) and C(tfdist_known_hosts), the file, with which the
+        C(tfdist.cluster.concise) callback names a node that answers with another key. O(compose) may still override
+        them.
+      - Unset, nothing of the kind is set.
+    type: path
+    version_added: 0.5.0
 '''
 
 EXAMPLES = r'''
@@ -72,6 +85,17 @@ plugin: tfdist.cluster.libcloud
 provider: ec2
 region: eu-west-1
 become: true
+compose:
+  ansible_user: "'ubuntu'"
+
+---
+# Nodes made with user-data and pinned host keys: ssh accepts from each only the key tfdist gave it
+plugin: tfdist.cluster.libcloud
+provider: ec2
+region: eu-west-1
+clusters: [tfdist]
+become: true
+known_hosts: .cache/keys/tfdist.known_hosts
 compose:
   ansible_user: "'ubuntu'"
 
@@ -110,6 +134,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     leader,
     validate_cluster_name,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import KNOWN_HOSTS_VAR, ssh_args
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     TfdistCloudError,
@@ -119,6 +144,13 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_to_dict,
     pick_address,
 )
+
+
+
+def pinned_host_vars(known_hosts, node):
+    """The host variables that make Ansible's ssh accept from `node` only the key pinned for it in `known_hosts`."""
+    return {'ansible_ssh_common_args': ssh_args(known_hosts, node), 'ansible_host_key_checking': True,
+            KNOWN_HOSTS_VAR: known_hosts}
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -179,6 +211,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             }
             if self.get_option('become'):
                 hostvars['ansible_become'] = True
+            if self.get_option('known_hosts'):
+                hostvars.update(pinned_host_vars(self.get_option('known_hosts'), node['name']))
             for name, value in hostvars.items():
                 self.inventory.set_variable(host, name, wrap_var(value))
 

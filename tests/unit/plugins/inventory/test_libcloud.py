@@ -8,6 +8,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import inventory_loader
 from ansible.template import Templar, is_trusted_as_template, trust_as_template
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import ssh_args
+
 
 def tags(cluster, role, index):
     return {"tfdist_cluster": cluster, "tfdist_role": role, "tfdist_index": str(index)}
@@ -108,6 +110,22 @@ def test_become_makes_every_node_become_root_and_its_absence_leaves_it_to_the_pl
 
     assert [hostvars(become, name).get("ansible_become") for name in ("tfdist-chief-0", "tfdist-worker-0")] == [True, True]
     assert "ansible_become" not in hostvars(plain, "tfdist-chief-0")
+
+
+def test_known_hosts_makes_ssh_accept_from_each_node_only_the_key_pinned_for_its_name(inventory, cloud, tmp_path):
+    for index in range(2):
+        add_node(cloud, "tfdist", "worker", index)
+    known_hosts = str(tmp_path / "tfdist.known_hosts")
+
+    pinned, plain = inventory(known_hosts=known_hosts), inventory()
+
+    for name in ("tfdist-worker-0", "tfdist-worker-1"):
+        host = hostvars(pinned, name)
+        assert host["ansible_ssh_common_args"] == ssh_args(known_hosts, name)
+        # Over ansible.cfg's host_key_checking = False, which would put StrictHostKeyChecking=no first.
+        assert host["ansible_host_key_checking"] is True
+        assert host["tfdist_known_hosts"] == known_hosts  # what the concise callback names in a refusal
+        assert not {"ansible_ssh_common_args", "ansible_host_key_checking"} & set(hostvars(plain, name))
 
 
 def test_clusters_and_states_filters(inventory, cloud):

@@ -17,8 +17,16 @@ def libcloud_spot_error(provider, field='spot', cloud=None):
     return _libcloud.spot_error(provider or '', field, cloud)
 
 
+def libcloud_image_error(name, provider, field='image_name', cloud=None):
+    """'' when tfdist bakes images on the provider's cloud and `name` is a valid image name, else the message."""
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _images, _libcloud
+
+    return _libcloud.images_error(provider or '', 'cloud', cloud) or _images.name_error(name, field)
+
+
 class FilterModule:
     def filters(self):
         return {
             'libcloud_spot_error': libcloud_spot_error,
+            'libcloud_image_error': libcloud_image_error,
         }

@@ -16,6 +16,9 @@ drivers, _libcloud.node_identity):
   found() (_cloud_<name>.py);
 - drivers of tfdist's own (docker) list what else they make with ex_audit_found() (the cluster networks).
 
+Baked images (_images.py) belong to no cluster: they are the user's to keep, listed apart (baked_images) and never
+counted as left behind.
+
 A cluster is an orphan when this controller holds no inventory source for it (the caller says which clusters
 it holds: the provision role knows where inventory sources live). Removing goes through destroy's own path
 (the provision role with provision_state=absent), never through here.
@@ -28,6 +31,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._images import to_dict as image_dict
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity, provider_of, resource_tags
 
 Resource = namedtuple('Resource', ['kind', 'id', 'name', 'cluster'])
@@ -110,6 +114,29 @@ def report(resources, known_clusters=None):
                      else ' (ORPHAN: no inventory source on this controller)')
         lines.append('%s%s: %s' % (cluster, state, ', '.join(describe(r) for r in items)))
     return lines
+
+
+def baked_images(driver):
+    """(images, unchecked): tfdist's baked images on the driver's cloud as _images.to_dict gives them, sorted by name
+    (none where tfdist bakes no images), and what could not be listed."""
+    cls = provider_of(driver.type).images
+    if cls is None:
+        return [], []
+    images = cls(driver)
+    try:
+        found = images.found()
+    except Exception as e:  # listed as not checked rather than failing the whole audit
+        return [], ['baked images: %s' % (e or type(e).__name__)]
+    found.sort(key=lambda image: (str(image.name), str(image.id)))
+    return [image_dict(image, images.reference(image)) for image in found], []
+
+
+def images_report(images):
+    """The report's line of the baked images (dicts of baked_images), the user's to keep; none without images."""
+    if not images:
+        return []
+    return ['kept, yours (baked by playbooks/image.yml; destroy and the audit never remove them): %s'
+            % ', '.join(image['description'] for image in images)]
 
 
 def orphans(resources, known_clusters):

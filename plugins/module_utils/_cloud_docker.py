@@ -15,6 +15,9 @@ lists, changes and removes nothing else. A node boots one of two ways:
   container before its first boot. `systemctl poweroff` stops it; started again it boots from its disk, and cloud-init
   knows the instance (its id is the container's) and makes no user or key again.
 
+A node's stopped container, committed, is a baked image (create_image, DockerImages): a local image labelled
+tfdist_image, which delete_image removes only when asked (libcloud_image removes no image it did not bake).
+
 Private to the collection (leading underscore): the API may change between releases.
 """
 
@@ -30,6 +33,7 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
 
 try:
@@ -160,8 +164,34 @@ class DockerNodeDriver(NodeDriver):
             for tag in image.get('RepoTags') or []:
                 if tag != '<none>:<none>':
                     images.append(NodeImage(id=tag, name=tag, driver=self,
-                                            extra={'image_id': image['Id'], 'size': image.get('Size')}))
+                                            extra={'image_id': image['Id'], 'size': image.get('Size'),
+                                                   'labels': image.get('Labels') or {}}))
         return images
+
+    def create_image(self, node, name, description=None, ex_labels=None):
+        """Save the node's container as the local image `name` (a tag, `name:latest` unless it names its own tag).
+
+        The container is stopped first, as a cloud stops a VM for a consistent disk. The image carries ex_labels, and
+        none of the labels the container got as a node: the engine keeps a committed container's labels in its image,
+        and every container made from it, so those are emptied (a container of the image is nobody's node until its
+        creation labels it).
+        """
+        container = self.client.containers.get(node.id)
+        if container.status == 'running':
+            container.stop(timeout=10)
+        source_labels = container.image.labels or {}
+        labels = dict((key, '') for key, value in (container.labels or {}).items() if source_labels.get(key) != value)
+        labels.update((str(key), str(value)) for key, value in (ex_labels or {}).items())
+        repository, dummy, tag = name.partition(':')
+        self.api.commit(container.id, repository=repository, tag=tag or 'latest', message=description,
+                        conf={'Labels': labels})
+        reference = '%s:%s' % (repository, tag or 'latest')
+        return next(image for image in self.list_images() if image.id == reference)
+
+    def delete_image(self, node_image):
+        """Remove the image's tag, and the image with its last tag (the engine refuses while a container uses it)."""
+        self.api.remove_image(node_image.id)
+        return True
 
     def list_locations(self):
         return [NodeLocation(id='local', name='local', country='', driver=self)]
@@ -361,4 +391,16 @@ class DockerNodeDriver(NodeDriver):
                 time.sleep(0.2)  # no container left: the engine may still be releasing their endpoints
 
 
-PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata', user_data_arg='ex_userdata')
+class DockerImages(CloudImages):
+    """Baked images of the local engine: a node's container committed (create_image), tfdist's labels on the image; an
+    image's name is its tag (`name:latest`)."""
+
+    def create(self, node, name, tags):
+        return self.driver.create_image(node, name, description='tfdist baked image', ex_labels=tags)
+
+    def named(self, name):
+        return [image for image in self.driver.list_images() if image.name in (name, name + ':latest')]
+
+
+PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata', user_data_arg='ex_userdata',
+                         images=DockerImages)

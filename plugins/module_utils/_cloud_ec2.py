@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
+from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
@@ -246,6 +247,62 @@ class Ec2Access(ClusterAccess):
         return kwargs
 
 
+def snapshots_of(image):
+    """The ids of the EBS snapshots an AMI's block devices are made from."""
+    return [snapshot for snapshot in ((mapping.get('ebs') or {}).get('snapshot_id')
+                                      for mapping in image.extra.get('block_device_mapping') or []) if snapshot]
+
+
+class Ec2Images(CloudImages):
+    """AMIs of this account: CreateImage with the image's tags (AWS reboots the instance for a consistent disk), a wait
+    until the AMI is available, then its snapshots tagged alike; removed with its snapshots, which a deregistered AMI
+    leaves behind, still billed."""
+
+    def create(self, node, name, tags):
+        from libcloud.utils.xml import findtext
+        from libcloud.compute.drivers.ec2 import NAMESPACE
+        params = {'Action': 'CreateImage', 'InstanceId': node.id, 'Name': name, 'NoReboot': 'false',
+                  'Description': 'tfdist baked image', 'TagSpecification.1.ResourceType': 'image'}
+        for m, (key, value) in enumerate(sorted(tags.items()), 1):
+            params.update({'TagSpecification.1.Tag.%d.Key' % m: key, 'TagSpecification.1.Tag.%d.Value' % m: value})
+        answer = self.driver.connection.request(self.driver.path, params=params).object
+        image_id = findtext(answer, 'imageId', NAMESPACE)
+        image = wait_until(lambda: self._available(image_id), 'image %s (%s)' % (name, image_id), self.wait_timeout)
+        # The snapshots exist once the AMI is available; tagged, the console tells them from others.
+        for snapshot in snapshots_of(image):
+            self.driver.ex_create_tags(SimpleNamespace(id=snapshot), tags)
+        return image
+
+    def _available(self, image_id):
+        try:
+            images = self.driver.list_images(ex_image_ids=[image_id])
+        except Exception as e:  # EC2 is eventually consistent: a new AMI may not be listed yet
+            if 'InvalidAMIID' not in str(e):
+                raise
+            return None
+        if not images:
+            return None
+        image = images[0]
+        state = image.extra.get('state')
+        if state in ('failed', 'error', 'deregistered'):
+            raise TfdistCloudError('%s: EC2 says its state is %s' % (describe(image), state))
+        return image if state == 'available' else None
+
+    def named(self, name):
+        # AMI names are unique per account and region: other accounts' images of the name do not matter.
+        return self.driver.list_images(ex_owner='self', ex_filters={'name': name})
+
+    def found(self):
+        return [image for image in self.driver.list_images(ex_owner='self', ex_filters={'tag-key': TAG_IMAGE})
+                if is_baked(image)]
+
+    def delete(self, image):
+        snapshots = snapshots_of(image)
+        super().delete(image)
+        for snapshot in snapshots:
+            self.driver.connection.request(self.driver.path, params={'Action': 'DeleteSnapshot', 'SnapshotId': snapshot})
+
+
 # EC2 sizes with AMD GPUs (no CUDA): tfdist's GPUs are NVIDIA's.
 NON_CUDA_GPU_FAMILIES = ('g4ad',)
 
@@ -278,4 +335,5 @@ PROVIDER = CloudProvider(
     node_defaults={'ex_terminate_on_shutdown': True},
     # RunInstances' UserData (libcloud encodes it).
     user_data_arg='ex_userdata',
+    images=Ec2Images,
 )

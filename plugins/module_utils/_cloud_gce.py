@@ -9,7 +9,10 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text
+from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages, is_baked
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
@@ -108,6 +111,37 @@ class GceAccess(ClusterAccess):
                 'ex_metadata': {'ssh-keys': '%s:%s' % (access['ssh_user'], access['public_key'])}}
 
 
+def label_value(value):
+    """A label value GCE takes (lowercase letters, digits, _ and -, at most 63): a version 2.21.0 becomes 2-21-0."""
+    return re.sub(r'[^a-z0-9_-]', '-', str(value).lower())[:63]
+
+
+class GceImages(CloudImages):
+    """Images of the driver's project, made from a node's boot disk once the node is stopped (GCE saves the disk of a
+    running node only when forced), labelled with tfdist's tags."""
+
+    def create(self, node, name, tags):
+        self.driver.ex_stop_node(node)
+        labels = dict((key, label_value(value)) for key, value in tags.items())
+        return self.driver.ex_create_image(name, node.extra['boot_disk'], description='tfdist baked image',
+                                           use_existing=False, wait_for_completion=True, ex_labels=labels)
+
+    def reference(self, image):
+        return image.name  # tfdist finds GCE images by name (list_images above)
+
+    def _project_images(self):
+        return self.driver.ex_list_project_images(ex_project=self.driver.project, ex_include_deprecated=True)
+
+    def named(self, name):
+        return [image for image in self._project_images() if image.name == name]
+
+    def found(self):
+        return [image for image in self._project_images() if is_baked(image)]
+
+    def delete(self, image):
+        self.driver.ex_delete_image(image)
+
+
 # Machine type series of Arm CPUs (Tau T2A, Axion C4A, N4A).
 ARM_SERIES = ('t2a', 'c4a', 'n4a')
 
@@ -139,4 +173,5 @@ PROVIDER = CloudProvider(
     audit_args={'ex_zone': 'all'},
     # The instance metadata's user-data, which cloud-init reads on GCE; next to the ssh-keys of GceAccess.node_kwargs.
     user_data_arg=('ex_metadata', 'user-data'),
+    images=GceImages,
 )

@@ -207,6 +207,27 @@ def spot_create_kwargs(driver, field):
     return dict(provider_of(driver.type).spot_args)
 
 
+def images_error(provider, field, cloud=None):
+    """'' when tfdist bakes images on `provider` (its cloud file names a CloudImages), else the message, starting with
+    `field`. `provider` empty: a cloud without a libcloud provider (cloud=local), named by `cloud`."""
+    if provider and provider_of(provider).images is not None:
+        return ''
+    where = 'cloud=%s' % cloud if cloud else 'provider %s' % provider
+    why = ("libcloud's %s driver gives tfdist no way to save a node and to know its images again" % provider
+           if provider else 'it runs on this machine')
+    clouds = ', '.join(sorted(name for name, spec in PROVIDERS.items() if spec.images))
+    return '%s: tfdist bakes no images on %s (%s); it bakes them on %s' % (field, where, why, clouds)
+
+
+def cloud_images(driver, field='provider', **kwargs):
+    """The CloudImages (_images.py) of the driver's cloud, made with kwargs; TfdistCloudError naming `field` where
+    tfdist bakes none."""
+    error = images_error(driver.type, field)
+    if error:
+        raise TfdistCloudError(error)
+    return provider_of(driver.type).images(driver, **kwargs)
+
+
 def node_defaults(driver):
     """The create_node arguments every node of this driver's cloud gets (EC2: terminate on shutdown)."""
     return dict(provider_of(driver.type).node_defaults)

@@ -54,12 +54,14 @@ class CloudProvider:
     user_data_arg  the create_node argument that hands a node its user-data (text, read by cloud-init), or
                    (argument, key) for a key of a dict argument (GCE metadata); None: tfdist gives this cloud's
                    nodes no user-data
+    images         the CloudImages subclass (_images.py) that saves a node as an image and finds and removes tfdist's
+                   baked images; None: tfdist bakes no images on this cloud
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
                  size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
-                 user_data_arg=None):
+                 user_data_arg=None, images=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -77,6 +79,7 @@ class CloudProvider:
         self.node_defaults = dict(node_defaults or {})
         self.audit_args = dict(audit_args or {})
         self.user_data_arg = user_data_arg
+        self.images = images
 
 
 def from_env(names):

@@ -26,6 +26,9 @@ description:
   - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
     run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
     removes them as C(playbooks/destroy.yml) does.
+  - Without O(clusters), also the images tfdist baked (M(tfdist.cluster.libcloud_image), tagged C(tfdist_image)) on
+    V(ec2), V(gce) and V(docker), as RV(images). They belong to no cluster - they are the user's, kept, never among
+    RV(resources) and never removed (version 0.5.0).
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
   - tfdist.cluster.attributes
@@ -59,7 +62,8 @@ options:
     type: dict
     default: {}
 notes:
-  - One C(list_nodes) call, one volume listing, and the cloud's key pair and firewall listings (two calls on EC2).
+  - One C(list_nodes) call, one volume listing, and the cloud's key pair and firewall listings (two calls on EC2);
+    without O(clusters), one image listing.
   - Credentials that may list but not describe some kind of resource leave that kind out; RV(unchecked) says which.
 '''
 
@@ -129,8 +133,43 @@ orphans:
   type: list
   elements: str
   sample: [old]
+images:
+  description: The images tfdist baked, kept as the user's; listed only without O(clusters), sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  version_added: 0.5.0
+  contains:
+    id:
+      description: The cloud's id of the image.
+      type: str
+      sample: ami-0123456789abcdef0
+    name:
+      description: The image's name.
+      type: str
+      sample: tfdist-aws-20261128-120000
+    reference:
+      description: What a cloud profile's role image names it by (the id; the name on V(gce)).
+      type: str
+      sample: ami-0123456789abcdef0
+    tensorflow:
+      description: The TensorFlow baked in.
+      type: str
+      sample: 2.21.0
+    cuda:
+      description: The CUDA toolkit baked in, V(none) without one.
+      type: str
+      sample: none
+    tags:
+      description: Every tag of the image.
+      type: dict
+      sample: {"tfdist_image": "tfdist-aws-20261128-120000", "tfdist_tensorflow": "2.21.0", "tfdist_cuda": "none"}
+    description:
+      description: The image in one phrase.
+      type: str
+      sample: image tfdist-aws-20261128-120000 (ami-0123456789abcdef0)
 report:
-  description: One line per cluster naming its resources; orphans say so.
+  description: One line per cluster naming its resources (orphans say so), then one line naming the baked images kept.
   returned: always
   type: list
   elements: str
@@ -147,7 +186,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find, orphans, report, to_dict
+from ansible_collections.tfdist.cluster.plugins.module_utils._audit import baked_images, find, images_report, orphans, report, to_dict
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
@@ -176,6 +215,8 @@ def run_module(module):
             validate_cluster_name(cluster, 'clusters[%d]' % n)
         driver = get_driver(params['provider'], params['region'], params['credentials'], params['driver_options'])
         found, unchecked = find(driver, params['clusters'], params['options'])
+        # Images belong to no cluster: only an audit of every cluster looks for them.
+        images, images_unchecked = baked_images(driver) if not params['clusters'] else ([], [])
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
@@ -186,8 +227,9 @@ def run_module(module):
         resources=[to_dict(r, known) for r in found],
         clusters=sorted(set(r.cluster for r in found)),
         orphans=orphans(found, known) if known is not None else [],
-        report=report(found, known),
-        unchecked=unchecked,
+        images=images,
+        report=report(found, known) + images_report(images),
+        unchecked=unchecked + images_unchecked,
     )
 
 

@@ -201,6 +201,7 @@ class CallbackModule(DefaultCallbackModule):
         message = refusal(result.host.get_name(), known_hosts, result.result.get('msg')) if known_hosts else None
         if message and self._display.verbosity < WHOLE_FROM_VERBOSITY:
             result.result['msg'] = message
+            result.result.pop('exception', None)  # Ansible's own report of the error: ssh's banner again, twice
         super().v2_runner_on_unreachable(result)
 
     def _dump_results(self, result, *args, **kwargs):

@@ -146,7 +146,6 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 )
 
 
-
 def pinned_host_vars(known_hosts, node):
     """The host variables that make Ansible's ssh accept from `node` only the key pinned for it in `known_hosts`."""
     return {'ansible_ssh_common_args': ssh_args(known_hosts, node), 'ansible_host_key_checking': True,

@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,10 +60,13 @@ def ssh_key(tmp_path_factory):
     return pathlib.Path(make_ssh_key(tmp_path_factory.mktemp("ssh")))
 
 
-def ssh(key, login, command):
-    """`ssh -i key login command` (login: user@address), with the test key only; the CompletedProcess."""
+def ssh(key, login, command, host_keys=SSH_ARGS):
+    """`ssh -i key login command` (login: user@address), with the test key only; the CompletedProcess.
+
+    host_keys: the options that say which host keys ssh accepts (by default any, remembered nowhere)."""
     return subprocess.run(
-        ["ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *SSH_ARGS.split(), login, command],
+        ["ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *shlex.split(host_keys), login,
+         command],
         capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -198,17 +202,20 @@ def test_absent_removes_the_network_a_cluster_left_without_containers(request, e
 # ---------------------------------------------------------------- a VM-like node (cloud=docker-vm)
 # Made by the libcloud_node module with user-data as cloud=docker-vm makes its nodes: the stock image (tfdist/node-vm,
 # scripts/build-node-image.sh --vm) boots systemd as PID 1 and cloud-init, which reads the user-data from its NoCloud
-# seed and makes the login user debian with the key and passwordless sudo, root login off. `systemctl poweroff` stops
-# the container, and a start boots it from its disk, with its host key.
+# seed and makes the login user debian with the key and passwordless sudo, root login off, and gives sshd the host key
+# that the module made and pinned in the cluster's known_hosts. `systemctl poweroff` stops the container, and a start
+# boots it from its disk, with its host key.
 
 
 @pytest.fixture(scope="module")
 def vm(request, engine, ssh_key, docker_vm_image):
-    """(module arguments, container) of a one-node cluster of the VM-like image, made with user-data."""
+    """(module arguments, container) of a one-node cluster of the VM-like image, made with user-data and its host key
+    pinned in a known_hosts file next to the test key."""
     cluster = "it-vm-%s" % uuid.uuid4().hex[:8]
     args = dict(cluster=cluster, wait_for_port=22, address="private",
                 roles=[dict(role="worker", count=1, size="host", image=docker_vm_image)],
-                user_data=dict(user="debian", public_key=ssh_key.with_suffix(".pub").read_text()))
+                user_data=dict(user="debian", public_key=ssh_key.with_suffix(".pub").read_text(),
+                               known_hosts=str(ssh_key.with_name(cluster + ".known_hosts"))))
     request.addfinalizer(lambda: run_module(cluster=cluster, state="absent"))
     result = run_module(**args)
     assert not result.get("failed") and len(result["created"]) == 1, result
@@ -220,8 +227,8 @@ def address(container):
     return next(iter(container.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
 
 
-def ssh_to(key, user, container, command):
-    return ssh(key, f"{user}@{address(container)}", command)
+def ssh_to(key, user, container, command, **options):
+    return ssh(key, f"{user}@{address(container)}", command, **options)
 
 
 def output(container, *command):
@@ -253,6 +260,61 @@ def test_cloud_init_makes_the_login_user_with_the_key_and_sudo_and_root_cannot_l
     assert login.returncode == 0 and login.stdout.split() == ["debian", "root"], login.stderr
     root = ssh_to(ssh_key, "root", container, "true")
     assert root.returncode == 255 and "Permission denied" in root.stderr, (root.stdout, root.stderr)
+
+
+def pinned_ssh(key, container, known_hosts, command):
+    """ssh as debian to the container, accepting only the host key pinned for its name in known_hosts."""
+    return ssh_to(key, "debian", container, command, host_keys=(
+        f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known_hosts} -o GlobalKnownHostsFile=/dev/null "
+        f"-o HostKeyAlias={container.name}"))
+
+
+def host_key_files(container):
+    return output(container, "sh", "-c", "ls /etc/ssh/ssh_host_*").split()
+
+
+def test_the_node_serves_ssh_with_the_host_key_tfdist_made_and_pinned_alone(vm, ssh_key):
+    args, container = vm
+    known_hosts = pathlib.Path(args["user_data"]["known_hosts"])
+
+    assert cloud_init_status(container) == "status: done"
+    served = output(container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").split()
+    assert known_hosts.read_text().splitlines() == [f"{container.name} {served[0]} {served[1]}"]
+    assert oct(known_hosts.stat().st_mode & 0o777) == "0o600"
+    # The image's own host keys went and no other type was made: the pinned key is the only one sshd can show.
+    assert host_key_files(container) == ["/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_ed25519_key.pub"]
+    login = pinned_ssh(ssh_key, container, known_hosts, "whoami")
+    assert (login.returncode, login.stdout.strip()) == (0, "debian"), login.stderr
+
+
+def test_a_node_whose_host_key_was_swapped_is_refused_naming_it(vm, ssh_key, tmp_path):
+    args, container = vm
+    known_hosts = args["user_data"]["known_hosts"]
+    key_file = "/etc/ssh/ssh_host_ed25519_key"
+    swap = (f"mkdir -p /root/kept && cp -p {key_file} {key_file}.pub /root/kept/ && rm -f {key_file} {key_file}.pub && "
+            f"ssh-keygen -q -t ed25519 -N '' -f {key_file} && systemctl restart ssh")
+    assert container.exec_run(["sh", "-c", swap]).exit_code == 0
+    try:
+        refused = pinned_ssh(ssh_key, container, known_hosts, "true")
+        assert refused.returncode == 255 and "Host key verification failed" in refused.stderr, refused.stderr
+
+        # Through Ansible, with the inventory plugin's known_hosts, as a deploy connects: the concise callback names it.
+        source = tmp_path / "vm.libcloud.yml"
+        source.write_text(yaml.safe_dump(dict(
+            plugin="tfdist.cluster.libcloud", provider="docker", clusters=[args["cluster"]], address="private",
+            known_hosts=known_hosts,
+            compose=dict(ansible_user="'debian'", ansible_ssh_private_key_file=repr(str(ssh_key))))))
+        # ANSIBLE_LOAD_CALLBACK_PLUGINS: the ansible.cfg's stdout callback for ad-hoc commands too; json: one line each.
+        ping = run("ansible", container.name, "-i", source, "-m", "ansible.builtin.ping", timeout=120,
+                   env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+        assert ping.returncode == 4, tail(ping)  # unreachable
+        assert (f"node {container.name} answered with a host key other than the one tfdist gave it at creation "
+                f"(known_hosts: {known_hosts}); refusing to connect") in ping.stdout, tail(ping)
+        assert "REMOTE HOST IDENTIFICATION HAS CHANGED" not in ping.stdout + ping.stderr, tail(ping)  # no ssh banner
+    finally:
+        restore = "cp -p /root/kept/* /etc/ssh/ && rm -rf /root/kept && systemctl restart ssh"
+        assert container.exec_run(["sh", "-c", restore]).exit_code == 0
+    assert pinned_ssh(ssh_key, container, known_hosts, "true").returncode == 0
 
 
 def test_a_poweroff_stops_the_container_and_a_start_boots_it_from_its_disk_with_its_host_key(vm, ssh_key):

@@ -6,11 +6,14 @@ Emulated instances answer no SSH, so the module runs with wait=false. Each test 
 whose instances are terminated afterwards even when the test fails.
 """
 
+import base64
 import json
 import sys
 import uuid
 
 import pytest
+import yaml
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_ssh_private_key
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
 import ansible_cli
@@ -20,6 +23,7 @@ from emulators.ec2 import (cli_settings, cluster_instances, inventory_config, ru
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
 TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
 LAYOUT = {"chief": 1, "worker": 2, "ps": 1}
+CLUSTER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-test"
 
 
 def plain(value):
@@ -97,6 +101,32 @@ def test_inventory_groups_the_cluster_with_one_describe_call(ec2_emulator, clust
     instances = cluster_instances(ec2_emulator.boto3_client(), cluster)
     assert plain(hostvars[cluster + "-ps-0"]["libcloud_id"]) == instances[cluster + "-ps-0"]["InstanceId"]
     assert calls["DescribeInstances"] == 1, calls
+
+
+def test_the_user_data_carries_each_nodes_own_host_key_which_the_controller_pins(ec2_emulator, cluster, tmp_path):
+    """What cloud-init on an EC2 instance reads (DescribeInstanceAttribute userData): its own host key pair, whose
+    public half the controller's known_hosts holds under the node's name; no private key is kept on the controller."""
+    known_hosts = tmp_path / "keys" / f"{cluster}.known_hosts"
+    roles = [{"role": "worker", "count": 2, "size": "t2.micro", "image": ec2_emulator.image_id}]
+    run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False, "user_data": {
+        "user": "ubuntu", "public_key": CLUSTER_KEY, "known_hosts": str(known_hosts)}})
+    assert run.returncode == 0 and result, run.stdout[-4000:] + run.stderr[-2000:]
+
+    ec2 = ec2_emulator.boto3_client()
+    instances = cluster_instances(ec2, cluster)
+    pinned = dict(line.split(" ", 1) for line in known_hosts.read_text().splitlines())
+    assert sorted(pinned) == sorted(instances) == [f"{cluster}-worker-0", f"{cluster}-worker-1"]
+    for name, instance in instances.items():
+        answer = ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="userData")
+        config = yaml.safe_load(base64.b64decode(answer["UserData"]["Value"]))
+        assert config["users"][0]["name"] == "ubuntu" and config["users"][0]["ssh_authorized_keys"] == [CLUSTER_KEY]
+        keys = config["ssh_keys"]
+        assert " ".join(keys["ed25519_public"].split()[:2]) == pinned[name]
+        private = load_ssh_private_key(keys["ed25519_private"].encode(), password=None)  # its pair
+        assert private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode() == pinned[name]
+    assert len(set(pinned.values())) == 2
+    assert [path.name for path in known_hosts.parent.iterdir()] == [known_hosts.name]
+    assert "PRIVATE KEY" not in run.stdout + run.stderr
 
 
 def test_absent_terminates_every_node(ec2_emulator, cluster):

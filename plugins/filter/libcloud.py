@@ -24,9 +24,17 @@ def libcloud_image_error(name, provider, field='image_name', cloud=None):
     return _libcloud.images_error(provider or '', 'cloud', cloud) or _images.name_error(name, field)
 
 
+def libcloud_radl_cloud(provider):
+    """The cloud whose images the provider's RADL image URLs name (aws for ec2), or None when RADL names none."""
+    from ansible_collections.tfdist.cluster.plugins.module_utils import _libcloud
+    radl = _libcloud.provider_of(provider or '').radl
+    return radl.cloud if radl else None
+
+
 class FilterModule:
     def filters(self):
         return {
             'libcloud_spot_error': libcloud_spot_error,
             'libcloud_image_error': libcloud_image_error,
+            'libcloud_radl_cloud': libcloud_radl_cloud,
         }

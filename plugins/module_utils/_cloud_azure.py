@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -212,4 +212,6 @@ PROVIDER = CloudProvider(
     # and the bytes it makes of bytes do not go into its JSON body). The login user and its key come with
     # ex_user_name and auth (AzureAccess.node_kwargs).
     user_data_arg=None,
+    # azr://publisher/offer/sku/version; libcloud's driver takes publisher:offer:sku:version.
+    radl=RadlImages('azr', 'azure', form='PUBLISHER/OFFER/SKU/VERSION', parts=4),
 )

@@ -34,7 +34,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 
 try:
     import docker
@@ -403,4 +403,4 @@ class DockerImages(CloudImages):
 
 
 PROVIDER = CloudProvider('docker', driver=DockerNodeDriver, tag_arg='ex_metadata', user_data_arg='ex_userdata',
-                         images=DockerImages)
+                         images=DockerImages, radl=RadlImages('docker', 'docker', form='IMAGE[:TAG]'))

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError, run_parallel
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -336,4 +336,5 @@ PROVIDER = CloudProvider(
     # RunInstances' UserData (libcloud encodes it).
     user_data_arg='ex_userdata',
     images=Ec2Images,
+    radl=RadlImages('aws', 'aws', place='region', form='REGION/AMI'),
 )

@@ -13,7 +13,7 @@ import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages, is_baked
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -174,4 +174,5 @@ PROVIDER = CloudProvider(
     # The instance metadata's user-data, which cloud-init reads on GCE; next to the ssh-keys of GceAccess.node_kwargs.
     user_data_arg=('ex_metadata', 'user-data'),
     images=GceImages,
+    radl=RadlImages('gce', 'gce', place='zone', form='ZONE/IMAGE'),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -121,4 +121,6 @@ PROVIDER = CloudProvider(
     size_facts=size_facts,
     # The server's user_data (libcloud encodes it), read by cloud-init from the metadata service or config drive.
     user_data_arg='ex_userdata',
+    # The URL holds the Keystone server, not a region.
+    radl=RadlImages('ost', 'openstack', place='endpoint', form='SERVER[:PORT]/IMAGE_ID'),
 )

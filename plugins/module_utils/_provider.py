@@ -56,12 +56,14 @@ class CloudProvider:
                    nodes no user-data
     images         the CloudImages subclass (_images.py) that saves a node as an image and finds and removes tfdist's
                    baked images; None: tfdist bakes no images on this cloud
+    radl           the RadlImages that says how the Infrastructure Manager's RADL names this cloud's images; None:
+                   RADL files cannot name them
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
                  size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
-                 user_data_arg=None, images=None):
+                 user_data_arg=None, images=None, radl=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -80,6 +82,27 @@ class CloudProvider:
         self.audit_args = dict(audit_args or {})
         self.user_data_arg = user_data_arg
         self.images = images
+        self.radl = radl
+
+
+class RadlImages:
+    """How the Infrastructure Manager's RADL names a cloud's images: disk.0.image.url = SCHEME://[PLACE/]IMAGE.
+
+    scheme  the URL's scheme, the IM's name for the cloud (aws, gce, azr, ost, docker)
+    cloud   the cloud profile (-e cloud=NAME) that deploys a RADL file with such URLs
+    place   what the URL holds before the image: 'region' or 'zone' (the cluster's region), 'endpoint' (OpenStack's
+            Keystone SERVER[:PORT]); None: the URL holds the image alone
+    form    the URL after SCHEME://, as errors show it (REGION/AMI)
+    parts   how many parts the image has that the URL writes as path segments and libcloud takes joined by ':'
+            (Azure's PUBLISHER:OFFER:SKU:VERSION); 1: the rest of the URL is the image
+    """
+
+    def __init__(self, scheme, cloud, place=None, form='IMAGE', parts=1):
+        self.scheme = scheme
+        self.cloud = cloud
+        self.place = place
+        self.form = form
+        self.parts = parts
 
 
 def from_env(names):

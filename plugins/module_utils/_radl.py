@@ -15,6 +15,7 @@ import re
 import traceback
 from collections.abc import Mapping
 
+from ansible_collections.tfdist.cluster.plugins.module_utils._clouds import PROVIDERS
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TASK_TYPES, count_error
 
 try:
@@ -30,10 +31,10 @@ else:
 # A system named otherwise says its role with this feature.
 ROLE_FEATURE = 'tfdist.role'
 
-# IM image URL scheme -> cloud, and back.
-SCHEMES = {'aws': 'aws', 'gce': 'gce', 'azr': 'azure', 'ost': 'openstack', 'docker': 'docker'}
-CLOUD_SCHEMES = {cloud: scheme for scheme, cloud in SCHEMES.items()}
-CLOUDS = tuple(CLOUD_SCHEMES)
+# How an IM image URL reads on each cloud (its file's `radl`), by the URL's scheme and by the cloud it deploys to.
+URL_FORMS = dict((provider.radl.scheme, provider.radl) for provider in PROVIDERS.values() if provider.radl)
+CLOUD_FORMS = dict((form.cloud, form) for form in URL_FORMS.values())
+CLOUDS = tuple(CLOUD_FORMS)
 
 DEFAULT_PORTS = (22,)
 
@@ -221,40 +222,28 @@ def _recipes(shape, counts):
 
 def image_url(cloud, image, region=None, endpoint=None):
     """The IM image URL of `image` on `cloud` (the inverse of split_image_url)."""
-    if cloud == 'aws' or cloud == 'gce':
-        return '%s://%s/%s' % (cloud, region, image)
-    if cloud == 'openstack':
-        return 'ost://%s/%s' % (endpoint, image)
-    if cloud == 'azure':
-        return 'azr://' + '/'.join(image.split(':'))
-    return 'docker://' + image
+    form = CLOUD_FORMS[cloud]
+    place = '' if form.place is None else (endpoint if form.place == 'endpoint' else region) + '/'
+    return '%s://%s%s' % (form.scheme, place, '/'.join(image.split(':')) if form.parts > 1 else image)
 
 
 def split_image_url(url):
     """(cloud, image, region, endpoint) of an IM image URL; ValueError says what is wrong with it."""
     scheme, sep, rest = url.partition('://')
-    if not sep or scheme not in SCHEMES:
-        known = ', '.join('%s://' % s for s in SCHEMES)
+    form = URL_FORMS.get(scheme) if sep else None
+    if form is None:
+        known = ', '.join('%s://' % s for s in URL_FORMS)
         raise ValueError('image URL %r: unsupported scheme; known: %s' % (url, known))
-    cloud = SCHEMES[scheme]
-    if cloud == 'docker':
-        if not rest:
-            raise ValueError('image URL %r: expected docker://IMAGE[:TAG]' % url)
-        return cloud, rest, None, None
-    parts = rest.split('/')
-    if cloud == 'azure':
-        # azr://publisher/offer/sku/version; libcloud's Azure driver takes publisher:offer:sku:version.
-        if len(parts) != 4 or not all(parts):
-            raise ValueError('image URL %r: expected azr://PUBLISHER/OFFER/SKU/VERSION' % url)
-        return cloud, ':'.join(parts), None, None
-    host, dummy, image = rest.partition('/')
-    if not host or not image:
-        form = {'aws': 'REGION/AMI', 'gce': 'ZONE/IMAGE', 'openstack': 'SERVER[:PORT]/IMAGE_ID'}[cloud]
-        raise ValueError('image URL %r: expected %s://%s' % (url, scheme, form))
-    if cloud == 'openstack':
-        # The host is the Keystone server, not a region.
-        return cloud, image, None, host
-    return cloud, image, host, None
+    place = None
+    if form.place is not None:
+        place, dummy, rest = rest.partition('/')
+    parts = rest.split('/') if form.parts > 1 else [rest]
+    if place == '' or len(parts) != form.parts or not all(parts):
+        raise ValueError('image URL %r: expected %s://%s' % (url, scheme, form.form))
+    image = ':'.join(parts)
+    if form.place == 'endpoint':
+        return form.cloud, image, None, place
+    return form.cloud, image, place, None
 
 
 class _Where:
@@ -634,13 +623,13 @@ def _check_image(shape, role, image):
     field = 'nodes.%s.image %r' % (role, image)
     if cloud is None:
         raise TfdistRadlError('to_radl: %s: set cloud (%s) to write its image URL' % (field, ', '.join(CLOUDS)))
-    if cloud in ('aws', 'gce') and not shape['region']:
-        zone = ' (the zone)' if cloud == 'gce' else ''
-        raise TfdistRadlError('to_radl: %s: its %s:// URL needs region%s' % (field, cloud, zone))
-    if cloud == 'openstack' and not shape['endpoint']:
-        raise TfdistRadlError('to_radl: %s: its ost:// URL needs endpoint (the Keystone SERVER[:PORT])' % field)
-    if cloud == 'azure' and (len(image.split(':')) != 4 or not all(image.split(':'))):
-        raise TfdistRadlError('to_radl: %s: an Azure image is PUBLISHER:OFFER:SKU:VERSION' % field)
+    form = CLOUD_FORMS[cloud]
+    needs = 'endpoint' if form.place == 'endpoint' else 'region'
+    if form.place is not None and not shape[needs]:
+        # What the URL holds there, as its form says (REGION, ZONE, SERVER[:PORT]).
+        raise TfdistRadlError('to_radl: %s: its %s:// URL needs %s (%s)' % (field, form.scheme, needs, form.form.split('/')[0]))
+    if form.parts > 1 and (len(image.split(':')) != form.parts or not all(image.split(':'))):
+        raise TfdistRadlError('to_radl: %s: an image on cloud %s is %s' % (field, cloud, form.form.replace('/', ':')))
 
 
 def _port_spec(port):

@@ -4,8 +4,11 @@ import os
 import re
 
 import pytest
+import yaml
 from radl import radl_parse
 
+from ansible_collections.tfdist.cluster.plugins.filter.libcloud import libcloud_radl_cloud
+from ansible_collections.tfdist.cluster.plugins.module_utils._clouds import PROVIDERS
 from ansible_collections.tfdist.cluster.plugins.module_utils._radl import (
     TfdistRadlError,
     dump_cluster,
@@ -117,6 +120,14 @@ def test_image_urls_in_the_im_form_split_and_join_back(url, parts):
     assert split_image_url(url) == parts
     cloud, image, region, endpoint = parts
     assert image_url(cloud, image, region, endpoint) == url
+
+
+@pytest.mark.parametrize("provider", sorted(name for name, cloud in PROVIDERS.items() if cloud.radl))
+def test_a_radl_file_of_a_provider_s_images_deploys_with_a_profile_of_that_provider(provider):
+    # A RADL file's image URLs choose the default -e cloud=; that profile must create nodes where the images are.
+    cloud = libcloud_radl_cloud(provider)
+    with open(os.path.join(REPO, "inventories", cloud, "cloud.yml")) as handle:
+        assert yaml.safe_load(handle)["libcloud_provider"] == provider
 
 
 def test_a_system_of_another_name_takes_its_role_from_tfdist_role():
@@ -444,7 +455,7 @@ def test_dump_without_a_chief_has_no_chief_system_and_the_workers_face_the_publi
     ({"workers": 1, "cloud": "openstack", "nodes": {"worker": {"image": "x"}}},
      "to_radl: nodes.worker.image 'x': its ost:// URL needs endpoint"),
     ({"workers": 1, "cloud": "azure", "nodes": {"worker": {"image": "Canonical:ubuntu"}}},
-     "to_radl: nodes.worker.image 'Canonical:ubuntu': an Azure image is PUBLISHER:OFFER:SKU:VERSION"),
+     "to_radl: nodes.worker.image 'Canonical:ubuntu': an image on cloud azure is PUBLISHER:OFFER:SKU:VERSION"),
     ({"workers": 1, "nodes": {"worker": {"size": "it's"}}},
      "to_radl: nodes.worker.size must be a string without quotes"),
     ({"workers": 1, "region": "us/east"}, "to_radl: region 'us/east': has a '/'"),

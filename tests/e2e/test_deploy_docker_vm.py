@@ -1,7 +1,8 @@
 """cloud=docker-vm: the whole deploy on nodes like a cloud's VMs, as a user runs it.
 
 Each node boots the stock image tfdist/node-vm (systemd as PID 1, cloud-init, no TensorFlow) with the user-data that
-tfdist gives every cloud's nodes: cloud-init makes the login user debian with the cluster's key and passwordless sudo.
+tfdist gives every cloud's nodes: cloud-init makes the login user debian with the cluster's key and passwordless sudo,
+and gives sshd the node's own host key, which tfdist made and pinned (every connection checks it).
 Ansible logs in as debian and becomes root (the profile's libcloud_become), the tensorflow role installs TensorFlow
 on the stock image (from the controller's wheelhouse, downloaded through TFDIST_CA_BUNDLE, the machine's CA bundle: a
 proxy re-signs HTTPS here), the job trains, its model comes back and loads, a second deploy changes nothing, and
@@ -15,6 +16,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import yaml
 
 from ansible_cli import REPO, run_playbook, tail
 from docker_engine import cluster_containers
@@ -32,11 +34,14 @@ def vm_cluster(docker_engine, docker_vm_image, cluster_name):
 
 
 def ssh(key, user, container, command):
+    """ssh with the cluster's key, accepting from the node only the host key tfdist pinned for its name."""
     container.reload()
     ip = container.attrs["NetworkSettings"]["Networks"][container.attrs["HostConfig"]["NetworkMode"]]["IPAddress"]
     return subprocess.run(
-        ["ssh", "-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-         "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", f"{user}@{ip}", command],
+        ["ssh", "-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+         "-o", f"UserKnownHostsFile={key}.known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
+         "-o", f"HostKeyAlias={container.name}", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", f"{user}@{ip}",
+         command],
         capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -60,12 +65,23 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     containers = cluster_containers(docker_engine, name)
     assert sorted(c.name for c in containers) == sorted(f"{name}-{task}" for task in ("chief-0", "worker-0", "ps-0"))
     key = os.path.join(REPO, ".cache", "keys", name)
+    # Each node's host key, made by tfdist and given in its user-data, pinned next to the cluster's key under its name;
+    # the deploy's own connections accepted no other (the inventory source's StrictHostKeyChecking=yes).
+    with open(key + ".known_hosts") as handle:
+        pinned = handle.read()
+    assert sorted(line.split()[0] for line in pinned.splitlines()) == sorted(c.name for c in containers)
+    assert os.stat(key + ".known_hosts").st_mode & 0o777 == 0o600
+    with open(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml")) as handle:
+        source = yaml.safe_load(handle)
+    assert source["known_hosts"] == key + ".known_hosts", source
+    assert "ansible_ssh_common_args" not in source["compose"], source  # not StrictHostKeyChecking=no
     for container in containers:
         # A VM-like node: systemd is PID 1 and cloud-init ran; TensorFlow came from the deploy, not the image.
         assert container.exec_run(["cat", "/proc/1/comm"]).output.decode().strip() == "systemd", container.name
         assert container.exec_run(["cloud-init", "status"]).output.decode().strip() == "status: done", container.name
         assert "/opt/tfdist/venv" in {change["Path"] for change in container.diff()}, container.name
-        # Ansible logged in as debian, which cloud-init made with the cluster's key and sudo; root is refused.
+        # Ansible logged in as debian, which cloud-init made with the cluster's key and sudo, to a node that shows the
+        # pinned host key (ssh below accepts no other); root is refused.
         login = ssh(key, "debian", container, "whoami && sudo -n whoami")
         assert (login.returncode, login.stdout.split()) == (0, ["debian", "root"]), (container.name, login.stderr)
         root = ssh(key, "root", container, "true")
@@ -88,10 +104,12 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     again = run_playbook(*deploy, env=env)
     assert again.returncode == 0, tail(again)
     assert node_recaps(again.stdout, name) == {container.name: 0 for container in containers}, tail(again)
+    with open(key + ".known_hosts") as handle:
+        assert handle.read() == pinned
 
     gone = run_playbook("playbooks/destroy.yml", "cloud=docker-vm", f"cluster_name={name}")
     assert gone.returncode == 0, tail(gone)
     assert cluster_containers(docker_engine, name) == []
     assert docker_engine.networks.list(names=[f"tfdist-{name}"]) == []
-    assert not os.path.exists(key) and not os.path.exists(key + ".pub")
+    assert not os.path.exists(key) and not os.path.exists(key + ".pub") and not os.path.exists(key + ".known_hosts")
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml"))

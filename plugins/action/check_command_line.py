@@ -27,7 +27,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import ST
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
-            "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from", "tf_hdfs_ports", "teardown")
+            "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from", "tf_hdfs_ports", "teardown", "image")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -126,6 +126,9 @@ def choice_errors(s):
         yield "tf_deadline: %s" % why
     if s["tf_worker_loss"] not in ("fail", "tolerate"):
         yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
+    if s["image"] not in ("stock", "baked"):
+        yield ("image: must be stock (the cloud profile's images) or baked (those playbooks/image.yml baked), got '%s'"
+               % text(s["image"]))
     for cidr in s["tf_ssh_from"]:  # the list of CIDRs the firewall gets (provision_ssh_from)
         why = cidr_error(text(cidr))
         if why:

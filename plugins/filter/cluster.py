@@ -102,15 +102,18 @@ def tf_cluster_name_error(name, field='cluster_name'):
 _CONSTRAINT_KEYS = ('cpus', 'memory', 'gpus')
 
 
-def tf_node_specs(profile_nodes, overrides, source=None):
+def tf_node_specs(profile_nodes, overrides, source=None, images=None):
     """Node settings per role (libcloud_node's roles[] options): the cloud profile's, with an override's on top.
 
-    An override (a RADL system, from the file `source`) sets the image, and either the size or constraints
-    (cpus, memory, gpus) from which libcloud_node picks the cheapest size; a size wins over constraints.
+    `images` (role -> image: the images baked for the cloud) replace the profile's. An override (a RADL system, from
+    the file `source`) sets the image, and either the size or constraints (cpus, memory, gpus) from which
+    libcloud_node picks the cheapest size; a size wins over constraints.
     """
     specs = {}
     for role in _cluster.TASK_TYPES:
         spec = dict(profile_nodes.get(role) or {})
+        if spec and (images or {}).get(role):
+            spec['image'] = images[role]
         constraints = dict((key, spec.pop(key)) for key in _CONSTRAINT_KEYS if spec.get(key) is not None)
         where = 'libcloud_nodes.%s' % role
         override = overrides.get(role) or {}

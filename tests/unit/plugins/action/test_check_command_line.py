@@ -13,7 +13,7 @@ DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", 
             "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
             "tf_tensorboard": False, "tf_ssh_from": [], "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870],
-            "teardown": False}
+            "teardown": False, "image": "stock"}
 
 
 def error_of(radl=None, radl_path="", script_path="", **changes):
@@ -56,6 +56,7 @@ def test_the_defaults_break_no_rule():
     ({"tf_deadline": "abc"}, "tf_deadline: expected a duration such as 90s, 45m, 2h, 1d or 1h30m, got 'abc'"),
     ({"tf_deadline": "0m"}, "tf_deadline: must be longer than 0 (leave it empty for no deadline), got '0m'"),
     ({"tf_worker_loss": "ignore"}, "tf_worker_loss: must be fail or tolerate, got 'ignore'"),
+    ({"image": "latest"}, "image: must be stock (the cloud profile's images) or baked (those playbooks/image.yml baked), got 'latest'"),
     ({"tf_strategy": "multi_worker_mirrored", "tf_ps": "2"}, "tf_ps: multi_worker_mirrored uses no parameter servers"),
     ({"tf_hdfs": True}, "tf_hdfs: cloud=local has no cluster nodes to run HDFS on"),
     ({"cloud": "docker", "tf_hdfs": True, "tf_strategy": "multi_worker_mirrored", "tf_ps": "0", "tf_workers": "0"},

@@ -33,6 +33,15 @@ def test_a_profile_size_wins_over_its_own_constraints():
     assert specs["worker"] == {"size": "g5.xlarge", "image": "ami-1"}
 
 
+def test_baked_images_replace_the_profiles_and_a_radl_image_still_wins():
+    baked = {"chief": "ami-baked", "worker": "ami-baked", "evaluator": "ami-baked"}
+    specs = tf_node_specs(PROFILE, {"worker": {"size": None, "image": "ami-radl"}}, None, images=baked)
+    assert specs["chief"] == {"size": "m5.xlarge", "image": "ami-baked"}
+    assert specs["worker"]["image"] == "ami-radl"
+    assert specs["ps"]["image"] == "ami-1"  # no image baked for it
+    assert "evaluator" not in specs  # a role the profile has no node for gets none from a baked image
+
+
 def test_plan_line_shows_the_chosen_size_and_why():
     spec = {"role": "worker", "count": 2, "image": "ami-1", "constraints": {"gpus": 1}}
     reason = "g4dn.xlarge: 4 vCPUs, 16 GiB, 1 GPU, $0.526/h: the cheapest of 48 x86_64 sizes with gpu.count >= 1"

@@ -46,6 +46,8 @@ def test_an_answer_says_which_running_tasks_the_kernel_holds(chief, tmp_path):
     try:
         pid = _task_folder.task_status(worker["dir"])["pid"]
         os.killpg(pid, signal.SIGSTOP)
+        # The kernel stops the group when the signal is delivered, not when killpg returns (seen on a loaded machine).
+        assert wait_until(lambda: _task_folder.process_state(pid) == _task_folder.PROCESSES_STOPPED)
         tasks = {t["name"]: t for t in _job_state.watch([chief, worker])["tasks"]}
         assert (tasks["chief-0"]["process"], tasks["worker-0"]["process"]) == ("running", "stopped")
         os.killpg(pid, signal.SIGCONT)

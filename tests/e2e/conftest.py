@@ -29,3 +29,11 @@ def docker_cluster(engine, cluster_name):
     yield cluster_name
     run_playbook("playbooks/destroy.yml", "cloud=docker", f"cluster_name={cluster_name}")
     assert cluster_containers(engine, cluster_name) == []
+
+
+@pytest.fixture
+def docker_vm_cluster(docker_engine, docker_vm_image, cluster_name):
+    """A cluster name on cloud=docker-vm (VM-like nodes); destroyed (and checked gone) afterwards."""
+    yield cluster_name
+    run_playbook("playbooks/destroy.yml", "cloud=docker-vm", f"cluster_name={cluster_name}")
+    assert cluster_containers(docker_engine, cluster_name) == []

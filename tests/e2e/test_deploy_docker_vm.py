@@ -15,7 +15,6 @@ import re
 import subprocess
 
 import numpy as np
-import pytest
 import yaml
 
 from ansible_cli import REPO, run_playbook, tail
@@ -24,13 +23,6 @@ from docker_engine import cluster_containers
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
 # Three nodes that install TensorFlow (about 600 MB), on a 2-core machine, with a wheelhouse to fill the first time.
 DEPLOY_TIMEOUT = 1800
-
-
-@pytest.fixture
-def vm_cluster(docker_engine, docker_vm_image, cluster_name):
-    """A cluster name on cloud=docker-vm; destroyed afterwards, even when the test fails."""
-    yield cluster_name
-    run_playbook("playbooks/destroy.yml", "cloud=docker-vm", f"cluster_name={cluster_name}")
 
 
 def ssh(key, user, container, command):
@@ -52,10 +44,10 @@ def node_recaps(output, cluster):
 
 
 def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tensorflow_and_trains(
-        docker_engine, vm_cluster):
+        docker_engine, docker_vm_cluster):
     import keras
 
-    name = vm_cluster
+    name = docker_vm_cluster
     deploy = ("playbooks/deploy.yml", "cloud=docker-vm", f"cluster_name={name}", "tf_workers=1", "tf_ps=1",
               "tf_train_steps=300")
     env = {"TFDIST_CA_BUNDLE": CA_BUNDLE}

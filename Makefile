@@ -24,7 +24,7 @@ help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
 	@echo "make test     set up and run every test"
 	@echo "make destroy  remove the cluster (CLOUD=..., CLUSTER=...)"
-	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies"
+	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies; baked images"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
 	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint; the changelog checks"
@@ -214,6 +214,7 @@ bench: setup
 	$(BIN)/python bench/docker_scaling.py
 	$(BIN)/python bench/cloud_scale.py
 	$(BIN)/python bench/checkpoint_mirror.py
+	$(BIN)/python bench/baked_image.py
 
 clean:
 	rm -rf build .pytest_cache

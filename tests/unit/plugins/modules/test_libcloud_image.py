@@ -113,18 +113,6 @@ def test_bad_input_names_its_option_and_saves_nothing(cloud, run, options, messa
     assert cloud.saved == []
 
 
-def test_the_image_filter_names_a_cloud_tfdist_bakes_no_images_on_then_a_bad_name():
-    from ansible_collections.tfdist.cluster.plugins.filter.libcloud import libcloud_image_error
-
-    azure = libcloud_image_error("tfdist-x-1", "azure_arm", "image_name", "azure")
-    assert azure.startswith("cloud: tfdist bakes no images on cloud=azure (libcloud's azure_arm driver gives tfdist no "
-                            "way to save a node and to know its images again); it bakes them on docker, ec2, gce"), azure
-    assert libcloud_image_error("Bad", "", "image_name", "local").startswith(
-        "cloud: tfdist bakes no images on cloud=local (it runs on this machine)")
-    assert libcloud_image_error("Bad", "ec2", "image_name", "aws").startswith("image_name: 'Bad' is not a valid image name")
-    assert libcloud_image_error("tfdist-x-1", "ec2", "image_name", "aws") == ""
-
-
 @pytest.mark.parametrize("name", ["tfdist-aws-20261128-120000", "abc", "a" * 63])
 def test_names_every_cloud_takes(name):
     assert name_error(name) == ""

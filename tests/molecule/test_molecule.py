@@ -6,9 +6,10 @@ The session fixtures of tests/docker_engine.py start the engine and build the no
 (scripts/ensure-docker.sh, scripts/build-node-image.sh): there is no registry to pull from. Without an
 engine the scenarios are skipped, and fail when CI is set.
 
-Each role's `vm` scenario runs its default scenario's playbooks on the VM-like platform: nodes of the stock image
-tfdist/node-vm (systemd as PID 1, cloud-init) made as cloud=docker-vm makes them, reached over SSH as the login user
-debian, which becomes root (their create and destroy: tests/molecule/vm/).
+Each role's `vm` scenario (test_molecule_vm.py, which runs them with run_scenario below) runs its default scenario's
+playbooks on the VM-like platform: nodes of the stock image tfdist/node-vm (systemd as PID 1, cloud-init) made as
+cloud=docker-vm makes them, reached over SSH as the login user debian, which becomes root (their create and destroy:
+tests/molecule/vm/).
 
 Environment:
   TFDIST_MOLECULE_TIMEOUT   seconds one scenario may take (default 1200)
@@ -44,12 +45,6 @@ SCENARIOS = [
     ("hdfs", "default"),
     ("training", "default"),
     ("training", "multinode"),
-    # The VM-like platform: debian logs in and becomes root.
-    ("provision", "vm"),
-    ("cuda", "vm"),
-    ("hdfs", "vm"),  # the daemons as systemd units
-    ("tensorflow", "vm"),  # from the controller's wheelhouse (.cache/wheelhouse), as deploy.yml installs it
-    ("training", "vm"),
 ]
 
 
@@ -135,9 +130,12 @@ def _say(config, message: str) -> None:
 
 @pytest.mark.parametrize(("role", "scenario"), SCENARIOS, ids=[f"{r}-{s}" for r, s in SCENARIOS])
 @pytest.mark.usefixtures("docker_engine", "docker_node_images")  # tests/docker_engine.py: skip or, under CI, fail
-def test_molecule_scenario(role, scenario, tmp_path, pytestconfig, request):
-    if scenario == "vm":
-        request.getfixturevalue("docker_vm_image")
+def test_molecule_scenario(role, scenario, tmp_path, pytestconfig):
+    run_scenario(role, scenario, tmp_path, pytestconfig)
+
+
+def run_scenario(role, scenario, tmp_path, pytestconfig):
+    """`molecule test -s SCENARIO` in roles/ROLE, its steps timed on the terminal; fails the test as it failed."""
     role_dir = REPO / "roles" / role
     env = _molecule_env()
     log_path = tmp_path / f"molecule-{role}-{scenario}.log"

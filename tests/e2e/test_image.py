@@ -102,7 +102,7 @@ def test_an_image_baked_on_docker_vm_boots_a_deploy_that_installs_nothing_and_st
         assert docker_engine.images.get(reference).labels["tfdist_image"] == image
         audit = run_playbook("playbooks/audit.yml", *common)
         assert audit.returncode == 0, tail(audit)
-        assert (f"kept, yours (baked by playbooks/image.yml; destroy and the audit never remove them): "
+        assert ("kept, yours (baked by playbooks/image.yml; destroy and the audit never remove them): "
                 in flat(audit) and f"image {reference}" in flat(audit)), tail(audit)
 
         removed = run_playbook("playbooks/image.yml", *common, "image_state=absent", f"image_name={image}")

@@ -338,7 +338,11 @@ class ActionModule(ActionBase):
                     display.display(f"[{host}] {format_progress(status)}")
                     last_step, last_print = status.get("step"), moment
 
-            leader_done = leading_task is not None and not leading_task["running"] and leading_task.get("returncode") == 0
+            # The leader is done when it ended cleanly, or once it says so (its results are written): what is left is
+            # its exit (a ParameterServerStrategy coordinator's teardown can take a while), awaited like a server's.
+            said_done = ours and status.get("state") == "done"
+            leader_done = leading_task is not None and (
+                said_done and leading_task["running"] or not leading_task["running"] and leading_task.get("returncode") == 0)
             if leader_done and leader_done_at is None:
                 leader_done_at = time.monotonic()
                 if status:
@@ -378,7 +382,7 @@ class ActionModule(ActionBase):
                 )
                 return result
 
-            stalled = self.stalls(tasks, leading, status, ours, progress, frozen, now, host)
+            stalled = self.stalls(tasks, leading, status, ours, progress, frozen, now, host, said_done)
             for task, why in list(stalled):
                 if tolerate and kinds.get(task["name"]) == "worker" and task["name"] != leading["name"]:
                     display.warning(f"TF task {task['name']} on {host} {why}. "
@@ -409,14 +413,15 @@ class ActionModule(ActionBase):
                 time.sleep(args["poll_interval"])  # it answered at once: tasks that ended linger, or it has news
 
     @staticmethod
-    def stalls(tasks, leading, status, ours, progress, frozen, now, host):
+    def stalls(tasks, leading, status, ours, progress, frozen, now, host, said_done=False):
         """[(task, why)] of this host's running tasks that stalled: the leader without progress (its step, or its
-        log without a status.json of this run), any task whose process the kernel has held for the stall time."""
+        log without a status.json of this run) until it says it is done, any task whose process the kernel has held
+        for the stall time."""
         found = []
         for task in tasks.values():
             frozen.see(task["name"], task.get("process") if task["running"] else None, now)
         leading_task = tasks.get(leading["name"])
-        if leading_task is not None and leading_task["running"]:
+        if leading_task is not None and leading_task["running"] and not said_done:
             progress.see(("step", status.get("step")) if ours else ("log", leading_task.get("log_size")), now)
             silent = progress.stalled(now, status.get("steps_per_sec") if ours else None)
             if silent is not None:

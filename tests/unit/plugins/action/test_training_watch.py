@@ -1,4 +1,5 @@
-from ansible_collections.tfdist.cluster.plugins.action.training_watch import describe_failure, died, this_run, unanswered
+from ansible_collections.tfdist.cluster.plugins.action.training_watch import ActionModule, describe_failure, died, this_run, unanswered
+from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import Frozen, Progress
 
 
 def test_status_of_the_running_task_is_this_runs():
@@ -59,3 +60,21 @@ def test_a_failed_task_is_named_with_its_exception_and_where_it_was_raised_befor
 def test_a_task_killed_by_a_signal_says_so():
     task = {"name": "worker-1", "returncode": -9, "reason": "killed by signal 9", "log_tail": "", "error": {}}
     assert died(task, "h")["why"] == "exited with code -9 (killed by signal 9)"
+
+
+def test_a_leader_that_said_done_is_not_stalled_while_it_exits():
+    # The last step, then "done" with its results written: a ParameterServerStrategy coordinator's teardown can take
+    # longer than the stall time on a loaded machine. Its exit is awaited like a server's, not judged by its step.
+    stalls = ActionModule.stalls
+    leader = {"name": "chief-0", "running": True, "process": "running"}
+    progress = Progress(stall_seconds=12, now=1000.0)
+    status = {"state": "done", "step": 10000, "target_steps": 10000, "steps_per_sec": 190.0}
+    frozen = Frozen(stall_seconds=12)
+
+    last_step = dict(status, state="running")
+    assert stalls({"chief-0": leader}, leader, last_step, True, progress, frozen, 1000.0, "h") == []
+
+    assert stalls({"chief-0": leader}, leader, status, True, progress, frozen, 1030.0, "h", said_done=True) == []
+    # Without the word "done", the same silence is a stall.
+    [(task, why)] = stalls({"chief-0": leader}, leader, last_step, True, progress, frozen, 1030.0, "h")
+    assert task["name"] == "chief-0" and why.startswith("stalled at step 10000/10000: no step for 30s")

@@ -10,9 +10,9 @@ The engine comes from the docker_engine fixture (skipped without one, a failure 
 is labelled with a cluster name of its own and removed at the end, even when a test fails.
 """
 
-import re
 import io
 import json
+import re
 import shutil
 import tarfile
 import time

@@ -276,10 +276,21 @@ def task_tmp(task_dir):
     return os.path.join(task_dir, TMP_DIR)
 
 
+# What a login session sets for itself: they differ between two tasks started through the same connection (sudo's
+# SUDO_COMMAND names Ansible's temporary module file) and mean nothing to a task that outlives the session.
+SESSION_VARIABLES = frozenset(("SUDO_COMMAND", "SUDO_USER", "SUDO_UID", "SUDO_GID", "SUDO_HOME", "SSH_CLIENT",
+                               "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", "OLDPWD", "SHLVL", "_"))
+
+
+def inherited_environment():
+    """The environment a task (and its warm start) inherits from this process: all of it but the login session's."""
+    return {key: value for key, value in os.environ.items() if key not in SESSION_VARIABLES}
+
+
 def task_environment(task_dir, env=None, env_file=None):
-    """A task's environment but for the variables read from files: this process's, the task's own folder for
+    """A task's environment but for the variables read from files: inherited_environment(), the task's own folder for
     temporary files, then env, then env_file. The same for a task's warm start and its start (see _supervisor)."""
-    task_env = dict(os.environ, TMPDIR=task_tmp(task_dir))
+    task_env = dict(inherited_environment(), TMPDIR=task_tmp(task_dir))
     task_env.update({str(key): str(value) for key, value in (env or {}).items()})
     try:
         if env_file:

@@ -39,7 +39,7 @@ import time
 
 from . import _warm_child
 from ._json_files import read_json, remove
-from ._task_folder import SupervisorError, alive, signal_group, wait_gone
+from ._task_folder import SupervisorError, alive, inherited_environment, signal_group, wait_gone
 
 WARM_FILE = "warm.json"
 WARM_LOG = "warm.log"
@@ -78,7 +78,7 @@ def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, war
     socket_path = os.path.abspath(socket_path)
     remove(socket_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    host_env = dict(os.environ)
+    host_env = inherited_environment()
     host_env.update({str(key): str(value) for key, value in (env or {}).items()})
     host_env.setdefault("PYTHONUNBUFFERED", "1")
     try:

@@ -109,6 +109,19 @@ def test_a_tasks_environment_has_its_own_temporary_folder_then_env_then_the_env_
         _task_folder.task_environment(task_dir, env_file=str(tmp_path / "missing"))
 
 
+def test_a_task_inherits_the_environment_but_not_the_login_session_that_started_it(tmp_path, monkeypatch):
+    # Under become, sudo names Ansible's temporary module file in SUDO_COMMAND: a task's warm start, prepared by one
+    # module run, would never match the task started by the next one.
+    monkeypatch.setenv("SUDO_COMMAND", "/bin/sh -c python3 /home/debian/.ansible/tmp/ansible-tmp-1/AnsiballZ_x.py")
+    monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 50022 10.0.0.2 22")
+    monkeypatch.setenv("TRAINING_FLAG", "kept")
+
+    env = _task_folder.task_environment(str(tmp_path / "worker-0"))
+
+    assert "SUDO_COMMAND" not in env and "SSH_CONNECTION" not in env
+    assert env["TRAINING_FLAG"] == "kept" and env["PATH"] == os.environ["PATH"]
+
+
 def test_a_group_of_zombies_is_no_longer_alive():
     leader = os.fork()
     if leader == 0:

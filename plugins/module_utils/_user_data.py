@@ -46,9 +46,9 @@ def cloud_config(user, public_key, field='user_data', host_key=None):
         'disable_root': True,
     }
     if host_key is not None:
-        # The image's own host keys (a stock image may ship some) go; no other type is made next to this one.
+        # The image's own host keys (a stock image may ship some) go; given keys, cloud-init generates no other type.
         config.update(ssh_keys={'ed25519_private': host_key.private, 'ed25519_public': host_key.public},
-                      ssh_deletekeys=True, ssh_genkeytypes=[])
+                      ssh_deletekeys=True)
     return '#cloud-config\n' + json.dumps(config, indent=2, sort_keys=True) + '\n'
 
 

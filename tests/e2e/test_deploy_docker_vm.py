@@ -71,6 +71,8 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
         # A VM-like node: systemd is PID 1 and cloud-init ran; TensorFlow came from the deploy, not the image.
         assert container.exec_run(["cat", "/proc/1/comm"]).output.decode().strip() == "systemd", container.name
         assert container.exec_run(["cloud-init", "status"]).output.decode().strip() == "status: done", container.name
+        schema = container.exec_run(["cloud-init", "schema", "--system"])  # the cloud-config tfdist gave is valid
+        assert schema.exit_code == 0, (container.name, schema.output.decode())
         assert "/opt/tfdist/venv" in {change["Path"] for change in container.diff()}, container.name
         # Ansible logged in as debian, which cloud-init made with the cluster's key and sudo, to a node that shows the
         # pinned host key (ssh below accepts no other); root is refused.
@@ -88,6 +90,10 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     with open(os.path.join(artifacts, "summary.json")) as handle:
         summary = json.load(handle)
     assert summary["cloud"] == "docker-vm" and summary["steps"] == 300 and summary["accuracy"] > 0.8, summary
+    for log in os.listdir(os.path.join(artifacts, "logs")):
+        # Started through sudo, each task still found TensorFlow imported ahead by its warm start.
+        with open(os.path.join(artifacts, "logs", log)) as handle:
+            assert "warm start: tensorflow imported" in handle.read(), log
     model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     digits = np.load(os.path.join(REPO, "roles", "training", "files", "data", "digits.npz"))
     assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8

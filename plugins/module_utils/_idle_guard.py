@@ -216,11 +216,13 @@ def start_process(folder):
 def start_service(folder, unit):
     """(Re)start the guard as the service of unit, enabled; its pid. A supervised guard of an earlier run ends."""
     stop(folder)
-    if read_text(unit_path()) != unit:
+    written = read_text(unit_path()) != unit
+    if written:
         write_file(unit_path(), unit.encode())
-        systemctl("daemon-reload")
     if not service_status()["enabled"]:
-        systemctl("enable", UNIT_NAME)
+        systemctl("enable", UNIT_NAME)  # reloads systemd's configuration itself: one reload (0.3 to 0.6 s), not two
+    elif written:
+        systemctl("daemon-reload")
     systemctl("restart", UNIT_NAME)
     return service_status()["pid"]
 

@@ -371,22 +371,41 @@ def node_to_dict(node, address='public'):
     }
 
 
-def _batchable(requests):
-    """True when the requests differ only by name and tags, so one call can create them all."""
+def _batches(requests):
+    """The requests in groups that one call can create: same role and differing only by name and tags (all of a
+    role's nodes on EC2 without user-data of their own); as lists of indexes into requests, in their order."""
     def shape(request):
-        return dict((key, value) for key, value in request.items() if key not in ('name', 'ex_metadata'))
-    return len(requests) > 1 and all(shape(r) == shape(requests[0]) for r in requests)
+        role = (request.get('ex_metadata') or {}).get(TAG_ROLE)
+        return role, dict((key, value) for key, value in request.items() if key not in ('name', 'ex_metadata'))
+    groups = []
+    for index, request in enumerate(requests):
+        group = next((g for g in groups if shape(requests[g[0]]) == shape(request)), None)
+        if group is None:
+            groups.append([index])
+        else:
+            group.append(index)
+    return groups
 
 
 def create_nodes(driver, connect, requests):
     """Create one node per request (create_node kwargs); returns a Node or the exception raised, per request.
 
-    `connect` builds a fresh driver for each worker thread; clouds with a batch create make them in one call.
+    All at once: `connect` builds a fresh driver for each worker thread, and on clouds with a batch create each batch
+    (see _batches()) is one call, the batches made side by side.
     """
     batch = provider_of(driver.type).batch_create
-    if batch and _batchable(requests):
-        return batch(driver, connect, requests)
-    return run_parallel(connect, lambda drv, kwargs: drv.create_node(**kwargs), requests)
+    groups = _batches(requests) if batch else [[index] for index in range(len(requests))]
+
+    def create(drv, group):
+        if len(group) > 1:
+            return batch(drv, connect, [requests[index] for index in group])
+        return [drv.create_node(**requests[group[0]])]
+
+    results = [None] * len(requests)
+    for group, made in zip(groups, run_parallel(connect, create, groups)):
+        for index, result in zip(group, made if isinstance(made, list) else [made] * len(group)):
+            results[index] = result
+    return results
 
 
 def destroy_nodes(connect, nodes):

@@ -475,9 +475,10 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check
 
 WAIT_PERIOD = 3
 # A node's SSH port is tried again after FIRST_PORT_POLL seconds, then twice as long each time up to PORT_POLL: a
-# container's sshd answers within a tenth of a second of its start, a VM's after a minute or so.
+# container's sshd answers within a tenth of a second of its start, a booting node's (systemd, cloud-init) after one
+# to two seconds here and a VM's after a minute or so. A try is one TCP connect: a longer pause only answers later.
 FIRST_PORT_POLL = 0.1
-PORT_POLL = 2
+PORT_POLL = 0.5
 
 
 STARTABLE_STATES = ('stopped', 'suspended', 'paused')
@@ -654,18 +655,16 @@ class ClusterNodes:
         return host_key
 
     def create(self, resolved, plan, spot=None):
-        """Create the planned nodes role by role; on a failure destroy what this run created, then fail.
+        """Create the planned nodes of every role at once; on a failure destroy what this run created, then fail.
 
         With user_data.known_hosts each node gets a host key of its own in its user-data, pinned in that file as soon
         as the nodes exist (before the wait, which may fail and leave them).
         """
         known_hosts = self.known_hosts()
         host_keys = {}
-        created = []
+        planned, requests = [], []
         for role, base_args in resolved.items():
-            indexes = plan[role]['create']
-            requests = []
-            for index in indexes:
+            for index in plan[role]['create']:
                 name = node_name(self.cluster, role, index)
                 tags = node_tags(self.cluster, role, index)
                 if role in (spot or {}):
@@ -675,27 +674,28 @@ class ClusterNodes:
                     host_keys[name] = self.new_host_key(name)
                     request.update(user_data_kwargs(self.driver, self.params['user_data'], request,
                                                     host_key=host_keys[name]))
+                planned.append((role, index))
                 requests.append(request)
-            results = create_nodes(self.driver, self.connect, requests)
-            created += [r for r in results if not isinstance(r, Exception)]
-            failures = []
-            for index, request, result in zip(indexes, requests, results):
-                if isinstance(result, Exception):
-                    failures.append((index, result))
-                elif result.name != request['name']:
-                    # A node under another name could not be found again: every run would add one.
-                    failures.append((index, 'the driver named it %r, so later runs could not find it' % result.name))
-            if failures:
-                self.rollback(role, failures, created)
+        results = create_nodes(self.driver, self.connect, requests)
+        created = [r for r in results if not isinstance(r, Exception)]
+        failures = []
+        for (role, index), request, result in zip(planned, requests, results):
+            if isinstance(result, Exception):
+                failures.append((role, index, result))
+            elif result.name != request['name']:
+                # A node under another name could not be found again: every run would add one.
+                failures.append((role, index, 'the driver named it %r, so later runs could not find it' % result.name))
+        if failures:
+            self.rollback(failures, created)
         if known_hosts and created:
             record(known_hosts, dict((node.name, host_keys[node.name].public) for node in created))
         return created
 
-    def rollback(self, role, failures, created):
+    def rollback(self, failures, created):
         # Some libcloud errors print as '': the type then says what went wrong.
         msg = '; '.join('Failed to create %s (role %s, index %d): %s'
                         % (node_name(self.cluster, role, index), role, index, error or type(error).__name__)
-                        for index, error in failures)
+                        for role, index, error in failures)
         errors = destroy_nodes(self.connect, created)
         left = ['%s (%s)' % (node.name, error) for node, error in zip(created, errors) if error is not None]
         msg += '. Destroyed the %d node(s) this run had created' % (len(created) - len(left))

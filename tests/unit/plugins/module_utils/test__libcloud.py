@@ -171,14 +171,28 @@ def test_pick_address_prefers_the_kind_asked_then_falls_back():
 
 
 def batched(driver, connect, requests):
-    return ["batched"] * len(requests)
+    return ["batched %s" % "+".join(request["name"] for request in requests)] * len(requests)
 
 
 def test_create_nodes_uses_the_batch_create_of_the_cloud(cloud, monkeypatch):
     monkeypatch.setitem(_clouds.PROVIDERS, "dummy", CloudProvider("dummy", batch_create=batched))
     same_shape = [{"name": "a", "size": "s"}, {"name": "b", "size": "s"}]
 
-    assert _libcloud.create_nodes(get_driver("fake"), None, same_shape) == ["batched", "batched"]
+    assert _libcloud.create_nodes(get_driver("fake"), lambda: get_driver("fake"), same_shape) == ["batched a+b"] * 2
+
+
+def test_create_nodes_makes_one_batch_per_role_and_every_batch_at_once(cloud, monkeypatch):
+    monkeypatch.setitem(_clouds.PROVIDERS, "dummy", CloudProvider("dummy", batch_create=batched))
+    driver = get_driver("fake")
+    size, image = driver.list_sizes()[0], driver.list_images()[0]
+    requests = [{"name": name, "size": size, "image": image, "ex_metadata": {"tfdist_role": name.split("-")[0]}}
+                for name in ("worker-0", "ps-0", "worker-1", "ps-1", "chief-0")]
+
+    results = _libcloud.create_nodes(driver, lambda: get_driver("fake"), requests)
+
+    # A role's nodes share a batch (its pending nodes are tagged with that role); a lone node is created as it is.
+    assert results[:4] == ["batched worker-0+worker-1", "batched ps-0+ps-1"] * 2
+    assert results[4].name == "chief-0"
 
 
 def test_create_nodes_does_not_batch_requests_of_different_shapes(cloud, monkeypatch):

@@ -185,7 +185,7 @@ def test_create_nodes_makes_one_batch_per_role_and_every_batch_at_once(cloud, mo
     monkeypatch.setitem(_clouds.PROVIDERS, "dummy", CloudProvider("dummy", batch_create=batched))
     driver = get_driver("fake")
     size, image = driver.list_sizes()[0], driver.list_images()[0]
-    requests = [{"name": name, "size": size, "image": image, "ex_metadata": {"tfdist_role": name.split("-")[0]}}
+    requests = [{"name": name, "size": size, "image": image, "ex_metadata": {"tfdist_role": name.split("-", maxsplit=1)[0]}}
                 for name in ("worker-0", "ps-0", "worker-1", "ps-1", "chief-0")]
 
     results = _libcloud.create_nodes(driver, lambda: get_driver("fake"), requests)

@@ -1,7 +1,7 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
 """What an image baked once saves: from the command's start to the first training step of a fresh cluster of 3 nodes
-(1 chief, 1 worker, 1 ps), on three kinds of node, in one run on this machine:
+(1 chief, 1 worker, 1 ps, unless told), on three kinds of node, in one run on this machine:
   stock     cloud=docker-vm on the stock VM-like image (tfdist/node-vm: systemd, cloud-init, no TensorFlow): the
             tensorflow role installs TensorFlow on each node from the controller's wheelhouse, as on a cloud's stock
             image (the bake, first, fills the wheelhouse: no round downloads anything);
@@ -11,7 +11,9 @@
 Each round deploys the three, one after the other, each a fresh cluster destroyed after; a goal is the median of its
 rounds' ratios (both sides of a ratio from the same round). Goals: baked <= 1.2 x prebuilt; stock <= 3 x baked.
 The bake's own time is reported too. The image is removed at the end, and recorded in a folder of the bench's own, not
-in images/. Writes bench/results/baked_image.json. Usage: bench/baked_image.py [--rounds 3] [--steps 200]
+in images/. Writes bench/results/baked_image.json; another shape (--workers, --ps) writes baked_image-N-nodes.json,
+and a chief alone (--workers 0 --ps 0) baked_image-1-node.json: that node has a core of its own, as on a cloud.
+Usage: bench/baked_image.py [--rounds 3] [--steps 200] [--workers 1] [--ps 1]
 """
 
 from __future__ import annotations
@@ -52,10 +54,10 @@ def playbook(name, *extra):
     return time.time() - started
 
 
-def first_step(kind, cluster, steps, records):
+def first_step(kind, cluster, steps, records, workers, ps):
     """A fresh cluster of the kind, deployed: seconds from the command's start to its first step, and its phases."""
     started = time.time()
-    playbook("deploy", *KINDS[kind], f"cluster_name={cluster}", "tf_workers=1", "tf_ps=1", f"tf_train_steps={steps}",
+    playbook("deploy", *KINDS[kind], f"cluster_name={cluster}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_train_steps={steps}",
              f"provision_images_dir={records}")
     with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
         summary = json.load(handle)
@@ -68,6 +70,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--ps", type=int, default=1)
     args = parser.parse_args()
     for flags in ((), ("--vm",)):
         if subprocess.run(["bash", os.path.join(REPO, "scripts", "build-node-image.sh"), *flags], check=False).returncode:
@@ -83,7 +87,7 @@ def main():
         for round_no in range(1, args.rounds + 1):
             row = {}
             for kind in KINDS:
-                seconds, phases = first_step(kind, f"bench-{kind}-{suffix}", args.steps, records)
+                seconds, phases = first_step(kind, f"bench-{kind}-{suffix}", args.steps, records, args.workers, args.ps)
                 row[f"{kind}_to_first_step_s"] = round(seconds, 1)
                 row[f"{kind}_phases_s"] = phases
             row["baked_over_prebuilt"] = round(row["baked_to_first_step_s"] / row["prebuilt_to_first_step_s"], 3)
@@ -102,7 +106,8 @@ def main():
         return statistics.median(row[key] for row in rows)
 
     report = {
-        "setup": {"nodes": 3, "chief": 1, "workers": 1, "ps": 1, "steps": args.steps, "rounds": args.rounds,
+        "setup": {"nodes": 1 + args.workers + args.ps, "chief": 1, "workers": args.workers, "ps": args.ps,
+                  "steps": args.steps, "rounds": args.rounds,
                   "cpus": os.cpu_count()},
         "bake_s": round(bake_s, 1),
         "rounds": rows,
@@ -112,7 +117,8 @@ def main():
         goal("first step from a baked image / the prebuilt TF image", report["median"]["baked_over_prebuilt"], 1.2),
         goal("first step on the stock image / from a baked image", report["median"]["stock_over_baked"], 3),
     ]
-    write("baked_image", report)
+    nodes = report["setup"]["nodes"]
+    write("baked_image" if nodes == 3 else f"baked_image-{nodes}-node{'s' if nodes > 1 else ''}", report)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ def save_when_stopped(state, saved_step):
         if step > saved_step:
             state.save(step)
             log("stopped at step %d: checkpoint written" % step)
+        else:  # stopped right after a periodic checkpoint: nothing to add, and the log says so
+            log("stopped at step %d: the last checkpoint holds it" % step)
     except Exception as error:  # the servers may be gone already: the last periodic checkpoint stays
         log("stopped: no checkpoint of the last steps (%s)" % (str(error).splitlines() or [type(error).__name__])[0])
 

@@ -11,8 +11,9 @@
 Each round deploys the three, one after the other, each a fresh cluster destroyed after; a goal is the median of its
 rounds' ratios (both sides of a ratio from the same round). Goals: baked <= 1.2 x prebuilt; stock <= 3 x baked.
 The bake's own time is reported too. The image is removed at the end, and recorded in a folder of the bench's own, not
-in images/. Writes bench/results/baked_image.json; another shape (--workers, --ps) writes baked_image-N-nodes.json,
-and a chief alone (--workers 0 --ps 0) baked_image-1-node.json: that node has a core of its own, as on a cloud.
+in images/. Writes bench/results/baked_image.json; another shape (--workers, --ps) writes baked_image-N-nodes.json:
+with --ps 0 (multi_worker_mirrored), a chief and a worker, each node has a core of this machine's two to itself, as a
+cloud's node has its own.
 Usage: bench/baked_image.py [--rounds 3] [--steps 200] [--workers 1] [--ps 1]
 """
 
@@ -57,7 +58,10 @@ def playbook(name, *extra):
 def first_step(kind, cluster, steps, records, workers, ps):
     """A fresh cluster of the kind, deployed: seconds from the command's start to its first step, and its phases."""
     started = time.time()
-    playbook("deploy", *KINDS[kind], f"cluster_name={cluster}", f"tf_workers={workers}", f"tf_ps={ps}", f"tf_train_steps={steps}",
+    # Without a ps, the strategy that needs none (chief and workers mirror the variables).
+    strategy = "parameter_server" if ps else "multi_worker_mirrored"
+    playbook("deploy", *KINDS[kind], f"cluster_name={cluster}", f"tf_workers={workers}", f"tf_ps={ps}",
+             f"tf_strategy={strategy}", f"tf_train_steps={steps}",
              f"provision_images_dir={records}")
     with open(os.path.join(REPO, "artifacts", cluster, "summary.json")) as handle:
         summary = json.load(handle)
@@ -118,7 +122,7 @@ def main():
         goal("first step on the stock image / from a baked image", report["median"]["stock_over_baked"], 3),
     ]
     nodes = report["setup"]["nodes"]
-    write("baked_image" if nodes == 3 else f"baked_image-{nodes}-node{'s' if nodes > 1 else ''}", report)
+    write("baked_image" if nodes == 3 else f"baked_image-{nodes}-nodes", report)
 
 
 if __name__ == "__main__":

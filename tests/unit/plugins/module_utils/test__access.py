@@ -13,10 +13,8 @@ reaches the nodes, from where, and which key they get.
 import base64
 import collections
 import copy
-import functools
 import inspect
 import itertools
-import json
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 from unittest.mock import create_autospec
@@ -45,6 +43,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import GceAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_openstack import OpenStackAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import response, run_real, sent
 
 CLUSTER = "demo"
 NAME = "tfdist-demo"
@@ -54,20 +53,6 @@ OLD_CONTROLLER = "198.51.100.9/32"
 PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRmZGlzdC10ZXN0LWtleQ tfdist@controller"
 INTERNAL = ("8020", "2222-2229")
 
-
-def run_real(driver, cls, *names):
-    """Let these methods of an autospecced driver run libcloud's own code (on the fake's connections)."""
-    for name in names:
-        getattr(driver, name).side_effect = functools.partial(getattr(cls, name), driver)
-
-
-def response(obj=None, status=200):
-    return SimpleNamespace(object=obj, status=status)
-
-
-def sent(data):
-    """What the connection would put on the wire: JSON, so anything not JSON-safe fails here."""
-    return json.loads(json.dumps(data))
 
 
 def create_node_accepts(cls, kwargs):

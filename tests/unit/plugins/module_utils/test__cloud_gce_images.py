@@ -8,11 +8,8 @@ image of a disk a running instance uses, a label value with a dot, a name taken)
 """
 
 import copy
-import functools
 import itertools
-import json
 import re
-from types import SimpleNamespace
 from unittest.mock import create_autospec
 
 import pytest
@@ -28,6 +25,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._images import (
     is_baked,
     to_dict,
 )
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import response, run_real, sent
 
 PROJECT = "tfdist-test"
 ZONE = "europe-west4-a"
@@ -39,20 +37,6 @@ TAGS = {TAG_IMAGE: IMAGE, TAG_TENSORFLOW: "2.21.0", TAG_CUDA: "12.8"}
 GCE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 GCE_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
 
-
-def run_real(obj, cls, *names):
-    """Let these methods of an autospecced driver or connection run libcloud's own code (on the fake)."""
-    for name in names:
-        getattr(obj, name).side_effect = functools.partial(getattr(cls, name), obj)
-
-
-def response(obj=None, status=200):
-    return SimpleNamespace(object=obj, status=status)
-
-
-def sent(data):
-    """What the connection would put on the wire: JSON, so anything not JSON-safe fails here."""
-    return json.loads(json.dumps(data))
 
 
 def link(path, project=PROJECT):

@@ -54,7 +54,6 @@ PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRmZGlzdC10ZXN0LWtleQ tfdist@cont
 INTERNAL = ("8020", "2222-2229")
 
 
-
 def create_node_accepts(cls, kwargs):
     """The create_node keyword arguments are ones the real driver's create_node takes."""
     inspect.signature(cls.create_node).bind(None, "tfdist-worker-0", "size", "image", **kwargs)

@@ -38,7 +38,6 @@ GCE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 GCE_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
 
 
-
 def link(path, project=PROJECT):
     return "https://www.googleapis.com/compute/v1/projects/%s/%s" % (project, path)
 

@@ -68,7 +68,8 @@ def port_text(low, high):
 class ClusterAccess:
     """Key pair and firewall of one cluster. Subclasses speak one cloud each."""
 
-    def __init__(self, driver, cluster, ssh_cidrs, internal_ports, ssh_user='root', options=None, public_ports=()):
+    def __init__(self, driver, cluster, ssh_cidrs, internal_ports, ssh_user='root', options=None, public_ports=(),
+                 owner=None):
         self.driver = driver
         self.cluster = cluster
         self.name = access_name(cluster)
@@ -79,6 +80,8 @@ class ClusterAccess:
         self.ssh_user = ssh_user
         # Unset profile entries arrive as empty strings.
         self.options = dict((key, value) for key, value in (options or {}).items() if value not in (None, ''))
+        # The controller's id (_cluster.TAG_OWNER), marked on what present() makes; None: unmarked.
+        self.owner = owner
         self.changes = []
 
     # What libcloud_node gets back: JSON-safe, turned into create_node arguments by node_kwargs().

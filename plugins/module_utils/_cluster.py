@@ -30,6 +30,9 @@ IM_PRIVATE_IP = 'IM_NODE_PRIVATE_IP'
 TAG_CLUSTER = 'tfdist_cluster'
 TAG_ROLE = 'tfdist_role'
 TAG_INDEX = 'tfdist_index'
+# Whose cluster: the controller that made it (its id, kept under the tfdist home). Destroy and the audit touch
+# only their own controller's resources.
+TAG_OWNER = 'tfdist_owner'
 # On nodes of interruptible capacity (EC2 spot, GCE preemptible) only, with the value 'true'.
 TAG_SPOT = 'tfdist_spot'
 

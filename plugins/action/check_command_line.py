@@ -17,7 +17,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports, port_text
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
@@ -26,8 +26,9 @@ from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import ST
 # The settings the rules read, each passed by the task as the command line gave it.
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
-            "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script", "tf_script_interface", "tf_hdfs",
-            "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from", "tf_hdfs_ports", "teardown", "image")
+            "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script",
+            "tf_script_interface", "tf_hdfs", "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from",
+            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -35,6 +36,7 @@ ARGUMENT_SPEC = {
     "radl_path": {"type": "str", "default": ""},
     "storage": {"type": "dict", "required": True},
     "script_path": {"type": "str", "default": ""},
+    "public_ports": {"type": "list", "elements": "raw", "default": []},
 }
 
 WHOLE_NUMBER = re.compile(r"^-?[0-9]+$")
@@ -55,7 +57,11 @@ FLAGS = (
     ("tf_hdfs", "HDFS on the cluster"),
     ("tf_tensorboard", "TensorBoard on the leader"),
     ("teardown", "remove the cluster once the model is kept"),
+    ("tf_ssh_from_any", "tf_ssh_from may be wider than a /16 (IPv6: a /48)"),
 )
+
+# The widest network tf_ssh_from lets in unless tf_ssh_from_any says so, by IP version: a /16 is a campus, a /48 a site.
+WIDEST_SSH_FROM = {4: 16, 6: 48}
 
 
 def text(value):
@@ -134,6 +140,11 @@ def choice_errors(s):
         if why:
             yield ("tf_ssh_from: '%s' is not a network the firewall can let in (%s); give ADDRESS/BITS, "
                    "comma-separated, e.g. 203.0.113.7/32" % (cidr, why))
+        elif too_wide(text(cidr)) and not boolean(s["tf_ssh_from_any"], strict=False):
+            yield ("tf_ssh_from: '%s' is wider than a /%d: it lets that much of the internet reach the nodes' SSH and "
+                   "public ports (TensorBoard, the RADL's outports). Give the addresses that need it (your own: /32), "
+                   "or add -e tf_ssh_from_any=true if you mean it"
+                   % (cidr, WIDEST_SSH_FROM[ipaddress.ip_network(text(cidr)).version]))
     why = ports_error(s["tf_hdfs_ports"])
     if why:
         yield ("tf_hdfs_ports: must be a list of port numbers (1-65535), e.g. -e '{\"tf_hdfs_ports\": "
@@ -163,6 +174,66 @@ def cidr_error(cidr):
     except ValueError as error:
         return str(error)
     return ""
+
+
+def too_wide(cidr):
+    """Whether a network of tf_ssh_from (a valid CIDR) is wider than WIDEST_SSH_FROM lets in without tf_ssh_from_any."""
+    network = ipaddress.ip_network(cidr)
+    return network.prefixlen < WIDEST_SSH_FROM[network.version]
+
+
+def outport_span(port):
+    """The node's TCP ports (first, last) a RADL outport opens, None for another protocol. The radl lookup gives a TCP
+    port as an int, anything else in the IM's notation: [CIDR-]FIRST:LAST/PROTOCOL, [CIDR-]PUBLIC-NODE/PROTOCOL (a
+    public port to the node's), [CIDR-]PORT/PROTOCOL."""
+    if isinstance(port, int):
+        return port, port
+    spec, dummy, protocol = str(port).rpartition("/")
+    if protocol != "tcp":
+        return None
+    if "/" in spec:  # ADDRESS/BITS-PORTS: the ports after the CIDR
+        spec = spec.split("/", 1)[1].split("-", 1)[1]
+    if ":" in spec:
+        first, last = spec.split(":")
+        return int(first), int(last)
+    node = int(spec.rsplit("-", 1)[-1])
+    return node, node
+
+
+def public_ports(s, radl, radl_path, extra):
+    """The ports the firewall opens to tf_ssh_from besides SSH, each as (who opens it, first, last): the RADL's
+    outports, TensorBoard's port, then extra (provision_public_ports as (first, last): those two are in it already)."""
+    for port in radl.get("ports") or []:
+        span = outport_span(port)
+        if span:
+            yield ("radl: %s opens port %s (its outports)" % (radl_path, port),) + span
+    if boolean(s["tf_tensorboard"], strict=False):
+        port = whole(s["tf_tensorboard_port"])
+        yield ("tf_tensorboard_port: TensorBoard's port %d is open to tf_ssh_from" % port, port, port)
+    for low, high in extra:
+        yield ("provision_public_ports: %s is open to tf_ssh_from" % port_text(low, high), low, high)
+
+
+def exposure_errors(s, radl, radl_path, extra):
+    """A public port that is a TF or HDFS port: those take no password, only the cluster's own nodes may reach them.
+    A TensorBoard port that is a TF port would collide with a task's even where nothing is public (cloud=local)."""
+    try:
+        extra = parse_ports(extra, "provision_public_ports")
+    except TfdistCloudError as error:
+        yield str(error)
+        return
+    base = whole(s["tf_port_base"])
+    last = base + sum(whole(s[field]) for field in ("tf_chief", "tf_workers", "tf_ps", "tf_evaluators")) - 1
+    kept = [(base, last, "a TF port (tf_port_base=%d, one port per task: %s)" % (base, port_text(base, last)),
+             "give the TF ports others with -e tf_port_base=N")]
+    kept += [(low, high, "an HDFS port (tf_hdfs_ports)", "give HDFS others with -e tf_hdfs_ports") for low, high in
+             parse_ports(s["tf_hdfs_ports"], "tf_hdfs_ports")]
+    for who, first, final in public_ports(s, radl, radl_path, extra):
+        for low, high, what, move in kept:
+            if first <= high and low <= final:
+                port = max(first, low)
+                yield ("%s, and %d is %s, which only the cluster's own nodes may reach: TF's servers and HDFS take no "
+                       "password. Open another port, or %s" % (who, port, what, move))
 
 
 def deadline_error(deadline):
@@ -225,7 +296,7 @@ def storage_errors(s, storage):
         yield "tf_data: %s does not exist on the controller" % text(s["tf_data"])
 
 
-def first_error(settings, storage, radl=None, radl_path="", script_path=""):
+def first_error(settings, storage, radl=None, radl_path="", script_path="", extra_public_ports=()):
     """The message of the first rule the command line breaks, '' when it breaks none."""
     s = settings
     checks = [radl_errors(s, radl, radl_path)] if radl_path else []
@@ -238,7 +309,8 @@ def first_error(settings, storage, radl=None, radl_path="", script_path=""):
                         s["tf_strategy"] if not text(s["tf_script"]) else "")
     if shape:
         return shape
-    for errors in (choice_errors(s), script_errors(s, script_path), storage_errors(s, storage)):
+    for errors in (choice_errors(s), exposure_errors(s, radl or {}, radl_path, extra_public_ports),
+                   script_errors(s, script_path), storage_errors(s, storage)):
         for error in errors:
             return error
     return ""
@@ -252,7 +324,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
-        error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"])
+        error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"],
+                            args["public_ports"])
         if error:
             result.update(failed=True, msg=error)
         else:

@@ -16,8 +16,12 @@ description:
     large enough. The counts make a cluster (one chief or none, what the strategy needs). C(tf_chief_name),
     C(tf_strategy), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values; the switches
     C(tf_spot), C(tf_hdfs), C(tf_tensorboard) and C(teardown) are words Ansible's C(bool) filter knows;
-    C(tf_ssh_from), passed as the list the firewall gets, holds CIDRs; C(tf_hdfs_ports) is a list of port
+    C(tf_ssh_from), passed as the list the firewall gets, holds CIDRs, none wider than a /16 (a /48 for IPv6) unless
+    C(tf_ssh_from_any) is true; C(tf_hdfs_ports) is a list of port
     numbers or ranges the firewall takes (its own rule); and a C(multi_worker_mirrored) job has no ps.
+  - No port open to C(tf_ssh_from) (the RADL's TCP outports, C(tf_tensorboard_port) with C(tf_tensorboard), the
+    O(public_ports)) is a TF port (C(tf_port_base) and one more per task) or an HDFS port (C(tf_hdfs_ports)), which
+    take no password, and only the cluster's own nodes may reach them. The message names both fields and the port.
     A script of your own (C(tf_script)) is a file and its interface is
     known. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
     datasets to stage or read exist.
@@ -32,9 +36,9 @@ options:
     description:
       - The command line's values, as the playbooks' variables hold them - C(cloud), C(tf_chief), C(tf_workers), C(tf_ps),
         C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
-        C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes),
-        C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
-        C(tf_tensorboard), C(tf_ssh_from), C(tf_hdfs_ports), C(teardown).
+        C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes), C(tf_deadline),
+        C(tf_stall_minutes), C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
+        C(tf_tensorboard), C(tf_ssh_from), C(tf_ssh_from_any), C(tf_hdfs_ports), C(teardown), C(image).
     type: dict
     required: true
   radl:
@@ -53,6 +57,14 @@ options:
     description: The controller path of C(tf_script).
     type: str
     default: ''
+  public_ports:
+    description:
+      - The ports the firewall opens to C(tf_ssh_from) besides SSH, as the provision role gets them
+        (C(provision_public_ports)), TCP ports or ranges such as V(6006) or V(8000-8010).
+    type: list
+    elements: raw
+    default: []
+    version_added: 0.5.0
 attributes:
   check_mode:
     support: full
@@ -90,6 +102,7 @@ EXAMPLES = r"""
       tf_data: builtin:digits
       tf_tensorboard: false
       tf_ssh_from: []
+      tf_ssh_from_any: false
       tf_hdfs_ports: [8020, 9864, 9866, 9867, 9870]
       teardown: false
     storage: "{{ {'tf_data': 'builtin:digits'} | tfdist.cluster.storage_plan }}"

@@ -55,6 +55,41 @@ def test_bad_input_names_the_field(cluster_name, extra, field):
     assert_nothing_created(cluster_name)
 
 
+# A public port that is a TF or HDFS port, and SSH open to the world, are refused by check.yml (deploy.yml runs the
+# same check first) naming both fields and the port: TF's servers and HDFS take no password.
+PUBLIC_RADL = """\
+network public (outbound = 'yes' and outports = '22/tcp,2222/tcp,8020/tcp')
+system worker (cpu.count >= 1)
+system ps (cpu.count >= 1)
+deploy worker 2
+deploy ps 1
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["radl={radl}"], "radl: {radl} opens port 2222 (its outports), and 2222 is a TF port (tf_port_base=2222, "
+                          "one port per task: 2222-2224)"),
+        (["tf_tensorboard=true", "tf_tensorboard_port=9870"],
+         "tf_tensorboard_port: TensorBoard's port 9870 is open to tf_ssh_from, and 9870 is an HDFS port "
+         "(tf_hdfs_ports)"),
+        (["tf_ssh_from=203.0.113.7/32,0.0.0.0/0"],
+         "tf_ssh_from: '0.0.0.0/0' is wider than a /16: it lets that much of the internet reach the nodes' SSH and "
+         "public ports (TensorBoard, the RADL's outports). Give the addresses that need it (your own: /32), or add "
+         "-e tf_ssh_from_any=true if you mean it"),
+    ],
+)
+def test_check_refuses_to_publish_tf_hdfs_or_ssh(cluster_name, tmp_path, extra, message):
+    radl = tmp_path / "public.radl"
+    radl.write_text(PUBLIC_RADL)
+    extra = [arg.format(radl=radl) for arg in extra]
+    result = run_playbook("playbooks/check.yml", f"cluster_name={cluster_name}", *extra)
+    assert result.returncode != 0
+    assert message.replace("{radl}", str(radl)) in result.stdout, tail(result)
+    assert_nothing_created(cluster_name)
+
+
 def test_bad_cluster_name_is_refused():
     result = run_playbook("playbooks/deploy.yml", "cluster_name=Bad_Name!")
     assert result.returncode != 0

@@ -12,15 +12,15 @@ DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", 
             "tf_restart": "never", "tf_idle_minutes": "30", "tf_deadline": "", "tf_stall_minutes": "15",
             "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
-            "tf_tensorboard": False, "tf_ssh_from": [], "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870],
-            "teardown": False, "image": "stock"}
+            "tf_tensorboard": False, "tf_ssh_from": [], "tf_ssh_from_any": False,
+            "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870], "teardown": False, "image": "stock"}
 
 
-def error_of(radl=None, radl_path="", script_path="", **changes):
+def error_of(radl=None, radl_path="", script_path="", public_ports=(), **changes):
     settings = dict(DEFAULTS, **changes)
     storage = storage_plan(settings["tf_data"], settings["tf_stage_data"], "", "", settings["tf_hdfs"] is True, "/tmp",
                            "/tmp/cache", "")
-    return first_error(settings, storage, radl or {}, radl_path, script_path)
+    return first_error(settings, storage, radl or {}, radl_path, script_path, public_ports)
 
 
 def test_the_defaults_break_no_rule():
@@ -43,7 +43,7 @@ def test_the_defaults_break_no_rule():
     ({"tf_tensorboard": "maybe"}, "tf_tensorboard: must be true or false (TensorBoard on the leader), got 'maybe'"),
     ({"tf_hdfs": "yess"}, "tf_hdfs: must be true or false (HDFS on the cluster), got 'yess'"),
     ({"teardown": "later"}, "teardown: must be true or false"),
-    ({"tf_ssh_from": ["203.0.113.7/32", "10.0.0.0/8", "notacidr"]}, "tf_ssh_from: 'notacidr' is not a network"),
+    ({"tf_ssh_from": ["203.0.113.7/32", "10.0.0.0/16", "notacidr"]}, "tf_ssh_from: 'notacidr' is not a network"),
     ({"tf_ssh_from": ["203.0.113.7"]}, "tf_ssh_from: '203.0.113.7' is not a network the firewall can let in (no /BITS)"),
     ({"tf_ssh_from": ["10.1.2.3/8"]}, "tf_ssh_from: '10.1.2.3/8' is not a network the firewall can let in (10.1.2.3/8 has host bits set)"),
     ({"tf_hdfs_ports": "abc"}, "tf_hdfs_ports: must be a list of port numbers (1-65535)"),
@@ -72,7 +72,7 @@ def test_a_broken_rule_names_its_field(changes, message):
 def test_switches_and_networks_as_the_command_line_gives_them_are_fine():
     assert error_of(tf_tensorboard="true", teardown="yes", tf_spot="False") == ""
     assert error_of(cloud="docker", tf_hdfs="true") == ""
-    assert error_of(tf_ssh_from=["203.0.113.7/32", "2001:db8::/32"], tf_hdfs_ports=["8020", 9864]) == ""
+    assert error_of(tf_ssh_from=["203.0.113.7/32", "2001:db8::/48"], tf_hdfs_ports=["8020", 9864]) == ""
 
 
 def test_the_counts_come_first_then_the_shape_then_the_choices():
@@ -124,3 +124,56 @@ def test_the_command_line_and_the_radl_file_agree():
     no_ps = {"cloud": "local", "chief": 1, "workers": 2, "ps": 0}
     assert error_of(radl=no_ps, radl_path="radl/y.radl", tf_ps="0").startswith(
         "radl: radl/y.radl deploys no ps system, and tf_strategy=parameter_server needs one.")
+
+
+# The TF ports of the defaults: 2222 and one more per task (1 chief, 2 workers, 1 ps).
+TF_PORTS = "a TF port (tf_port_base=2222, one port per task: 2222-2225), which only the cluster's own nodes may reach"
+
+
+@pytest.mark.parametrize("radl_ports, message", [
+    ([22, 2222, 6006], "radl: radl/x.radl opens port 2222 (its outports), and 2222 is " + TF_PORTS),
+    ([2225], "radl: radl/x.radl opens port 2225 (its outports), and 2225 is " + TF_PORTS),
+    ([8020], "radl: radl/x.radl opens port 8020 (its outports), and 8020 is an HDFS port (tf_hdfs_ports)"),
+    # The IM's notation: a range, a public port mapped to the node's, a range from one network.
+    (["2200:2300/tcp"], "radl: radl/x.radl opens port 2200:2300/tcp (its outports), and 2222 is " + TF_PORTS),
+    (["80-9870/tcp"], "radl: radl/x.radl opens port 80-9870/tcp (its outports), and 9870 is an HDFS port"),
+    (["10.0.0.0/8-9860:9869/tcp"],
+     "radl: radl/x.radl opens port 10.0.0.0/8-9860:9869/tcp (its outports), and 9864 is an HDFS port"),
+])
+def test_a_public_port_that_is_a_tf_or_hdfs_port_is_refused_naming_both(radl_ports, message):
+    radl = {"ps": 1, "ports": radl_ports}
+    assert error_of(radl=radl, radl_path="radl/x.radl").startswith(message)
+
+
+def test_the_tensorboard_port_is_neither_a_tf_nor_an_hdfs_port():
+    assert error_of(tf_tensorboard=True, tf_tensorboard_port="2223").startswith(
+        "tf_tensorboard_port: TensorBoard's port 2223 is open to tf_ssh_from, and 2223 is " + TF_PORTS)
+    assert error_of(tf_tensorboard=True, tf_tensorboard_port="9870").startswith(
+        "tf_tensorboard_port: TensorBoard's port 9870 is open to tf_ssh_from, and 9870 is an HDFS port (tf_hdfs_ports)")
+    # No TensorBoard, no port of its own; TF's ports moved away from it.
+    assert error_of(tf_tensorboard_port="2222") == ""
+    assert error_of(tf_tensorboard=True, tf_tensorboard_port="2222", tf_port_base="3000") == ""
+    # A port set on the role itself (provision_public_ports) is checked too.
+    assert error_of(public_ports=["2220-2230"]).startswith(
+        "provision_public_ports: 2220-2230 is open to tf_ssh_from, and 2222 is " + TF_PORTS)
+    assert error_of(public_ports=["abc"]).startswith("provision_public_ports[0]: 'abc' is not a port")
+
+
+def test_ports_away_from_tf_and_hdfs_are_fine():
+    radl = {"ps": 1, "ports": [22, 6006, "8000:8010/tcp", "2222/udp", "2222-8888/tcp"]}
+    assert error_of(radl=radl, radl_path="radl/x.radl", tf_tensorboard=True, public_ports=["6006", "7000-7010"]) == ""
+
+
+@pytest.mark.parametrize("cidr, bits", [("0.0.0.0/0", 16), ("10.0.0.0/8", 16), ("172.16.0.0/15", 16), ("::/0", 48),
+                                        ("2001:db8::/32", 48)])
+def test_ssh_from_wider_than_a_site_is_refused_unless_the_user_means_it(cidr, bits):
+    assert error_of(tf_ssh_from=["203.0.113.7/32", cidr]) == (
+        "tf_ssh_from: '%s' is wider than a /%d: it lets that much of the internet reach the nodes' SSH and public "
+        "ports (TensorBoard, the RADL's outports). Give the addresses that need it (your own: /32), or add "
+        "-e tf_ssh_from_any=true if you mean it" % (cidr, bits))
+    assert error_of(tf_ssh_from=[cidr], tf_ssh_from_any="true") == ""
+    assert error_of(tf_ssh_from=[cidr], tf_ssh_from_any="sure").startswith("tf_ssh_from_any: must be true or false")
+
+
+def test_ssh_from_a_site_is_fine():
+    assert error_of(tf_ssh_from=["172.16.0.0/16", "2001:db8:1::/48", "203.0.113.7/32"]) == ""

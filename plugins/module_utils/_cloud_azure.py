@@ -2,18 +2,20 @@
 # Apache-2.0 (see LICENSE)
 
 """Microsoft Azure Resource Manager (libcloud provider `azure_arm`): service-principal credentials, location,
-tags, marketplace image URNs, and the cluster's network security group on a subnet of its own (with the nodes' NICs,
-which destroy removes with their VMs, or alone where a VM was never made).
+tags, marketplace image URNs, the cluster's network security group on a subnet of its own (a free /24 of the virtual
+network, with the nodes' NICs, which destroy removes with their VMs, or alone where a VM was never made), and the
+deallocation of nodes powered off from inside, which Azure keeps allocated and billed.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
@@ -32,6 +34,52 @@ def list_images(driver, wanted):
     location = getattr(driver.default_location, 'id', None)
     return [AzureImage(*reversed(value.split(':')), location=location, driver=driver)
             for value in wanted if len(str(value).split(':')) == 4]
+
+
+# Each cluster's subnet: a /24 (251 addresses for nodes: Azure keeps five of each subnet).
+SUBNET_PREFIX_LENGTH = 24
+
+
+def free_prefix(address_space, taken):
+    """The first /24 of the virtual network's address space (its prefixes, in order) that overlaps none of the
+    `taken` prefixes (those of its subnets), as text like '10.0.1.0/24'; None when there is none. IPv6 prefixes and
+    IPv4 prefixes smaller than a /24 hold none."""
+    used = sorted((int(net.network_address), int(net.broadcast_address))
+                  for net in (ipaddress.ip_network(prefix, strict=False) for prefix in taken) if net.version == 4)
+    size = 2 ** (32 - SUBNET_PREFIX_LENGTH)
+    for space in (ipaddress.ip_network(prefix, strict=False) for prefix in address_space):
+        if space.version != 4 or space.prefixlen > SUBNET_PREFIX_LENGTH:
+            continue
+        start, end = int(space.network_address), int(space.broadcast_address)
+        while start + size - 1 <= end:
+            clash = next((high for low, high in used if low < start + size and high >= start), None)
+            if clash is None:
+                return str(ipaddress.ip_network((start, SUBNET_PREFIX_LENGTH)))
+            start = (clash // size + 1) * size  # the first /24 past the subnet in the way
+    return None
+
+
+def subnet_prefixes(subnet):
+    """The address prefixes of a subnet (ARM gives one as addressPrefix, or several as addressPrefixes)."""
+    properties = (subnet or {}).get('properties') or {}
+    if properties.get('addressPrefix'):
+        return [properties['addressPrefix']]
+    return list(properties.get('addressPrefixes') or [])
+
+
+def deallocate_stopped(driver, nodes, check_mode=False):
+    """The nodes among `nodes` that are powered off but still allocated, each deallocated unless check_mode.
+
+    A VM shut down from inside (tfdist's idle guard powers a node off once its job is over) stays allocated: Azure
+    bills its compute as if it ran until it is deallocated; its disks are billed in both states. libcloud's driver
+    reads Azure's instance view: PowerState/stopped is its `paused`, PowerState/deallocated its `stopped`.
+    """
+    from libcloud.compute.types import NodeState
+    stopped = [node for node in nodes if node.state == NodeState.PAUSED]
+    if not check_mode:
+        for node in stopped:
+            driver.stop_node(node, ex_deallocate=True)
+    return stopped
 
 
 def nic_subnet(ip_configuration):
@@ -56,9 +104,12 @@ class AzureAccess(ClusterAccess):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkInterfaces'
                 % (self.driver.subscription_id, self._option('resource_group')))
 
+    def _network_path(self):
+        return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s'
+                % (self.driver.subscription_id, self._option('resource_group'), self._option('network')))
+
     def _subnet_path(self):
-        return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s'
-                % (self.driver.subscription_id, self._option('resource_group'), self._option('network'), self.name))
+        return '%s/subnets/%s' % (self._network_path(), self.name)
 
     def _option(self, key):
         if not self.options.get(key):
@@ -77,9 +128,7 @@ class AzureAccess(ClusterAccess):
     def _put(self, path, body):
         self.driver.connection.request(path, params={'api-version': self.NSG_API}, data=body, method='PUT')
 
-    def _rules(self):
-        prefix = self._option('subnet_prefix')
-
+    def _rules(self, prefix):
         def rule(name, priority, access, **fields):
             properties = {'priority': priority, 'direction': 'Inbound', 'access': access,
                           'protocol': 'Tcp' if access == 'Allow' else '*', 'sourcePortRange': '*',
@@ -100,26 +149,55 @@ class AzureAccess(ClusterAccess):
         # ARM answers an unused field as '' or [] (or leaves it out): all the same here.
         return sorted((r['name'], tuple((k, str(r['properties'].get(k) or None)) for k in keys)) for r in rules or [])
 
+    def _subnet_prefix(self, subnet):
+        """The cluster's /24: that of its subnet where it has one (a re-run keeps it), else the first free one of the
+        virtual network's address space."""
+        if subnet_prefixes(subnet):
+            return subnet_prefixes(subnet)[0]
+        network = self._get(self._network_path())
+        if network is None:
+            raise TfdistCloudError('options.network: no virtual network %s in resource group %s'
+                                   % (self._option('network'), self._option('resource_group')))
+        space = ((network.get('properties') or {}).get('addressSpace') or {}).get('addressPrefixes') or []
+        subnets = (self._get(self._network_path() + '/subnets') or {}).get('value') or []
+        taken = [prefix for other in subnets for prefix in subnet_prefixes(other)]
+        prefix = free_prefix(space, taken)
+        if prefix is None:
+            raise TfdistCloudError('options.network: the virtual network %s has no free /%d for cluster %s (its '
+                                   'address space %s; its subnets take %s): add an address space to it or remove a '
+                                   'subnet'
+                                   % (self._option('network'), SUBNET_PREFIX_LENGTH, self.cluster,
+                                      ', '.join(space) or 'is empty', ', '.join(taken) or 'none'))
+        return prefix
+
     def present(self, public_key, check_mode=False):
         location = self._option('location')
-        for key in ('resource_group', 'network', 'subnet_prefix'):
+        for key in ('resource_group', 'network'):
             self._option(key)
+        if 'subnet_prefix' in self.options:
+            raise TfdistCloudError('options.subnet_prefix: tfdist now gives each cluster a free /%d of options.network '
+                                   'itself; remove subnet_prefix from libcloud_access_options' % SUBNET_PREFIX_LENGTH)
+        subnet = self._get(self._subnet_path())
+        prefix = self._subnet_prefix(subnet)
         nsg = self._get(self._nsg_path())
-        wanted = self._rules()
-        if nsg is None or self._rule_view(nsg.get('properties', {}).get('securityRules')) != self._rule_view(wanted):
+        wanted = self._rules(prefix)
+        tags = {TAG_CLUSTER: self.cluster}
+        if self.owner:
+            tags[TAG_OWNER] = self.owner
+        if (nsg is None or self._rule_view(nsg.get('properties', {}).get('securityRules')) != self._rule_view(wanted)
+                or nsg.get('tags') != tags):
             self.changed('network security group %s' % self.name)
             if not check_mode:
-                self._put(self._nsg_path(), {'location': location, 'tags': {TAG_CLUSTER: self.cluster},
+                self._put(self._nsg_path(), {'location': location, 'tags': tags,
                                              'properties': {'securityRules': wanted}})
-        subnet = self._get(self._subnet_path())
         properties = (subnet or {}).get('properties', {})
         behind = str((properties.get('networkSecurityGroup') or {}).get('id', '')).lower() == self._nsg_path().lower()
-        if subnet is None or not behind or properties.get('addressPrefix') != self._option('subnet_prefix'):
-            self.changed('subnet %s' % self.name)
+        if subnet is None or not behind:
+            self.changed('subnet %s (%s)' % (self.name, prefix))
             if not check_mode:
+                # Subnets carry no tags: the name tfdist-<cluster> says whose it is.
                 self._put(self._subnet_path(), {'properties': {
-                    'addressPrefix': self._option('subnet_prefix'),
-                    'networkSecurityGroup': {'id': self._nsg_path()}}})
+                    'addressPrefix': prefix, 'networkSecurityGroup': {'id': self._nsg_path()}}})
         facts = self.facts(self._nsg_path())
         facts['public_key'] = public_key
         return facts
@@ -214,4 +292,5 @@ PROVIDER = CloudProvider(
     user_data_arg=None,
     # azr://publisher/offer/sku/version; libcloud's driver takes publisher:offer:sku:version.
     radl=RadlImages('azr', 'azure', form='PUBLISHER/OFFER/SKU/VERSION', parts=4),
+    release_stopped=deallocate_stopped,
 )

@@ -58,12 +58,15 @@ class CloudProvider:
                    baked images; None: tfdist bakes no images on this cloud
     radl           the RadlImages that says how the Infrastructure Manager's RADL names this cloud's images; None:
                    RADL files cannot name them
+    release_stopped  func(driver, nodes, check_mode) -> the nodes among `nodes` that are powered off yet still billed
+                   (Azure's stopped, not deallocated, VMs), released (deallocated) unless check_mode; None: a node
+                   powered off costs no compute on this cloud
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
                  size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
-                 user_data_arg=None, images=None, radl=None):
+                 user_data_arg=None, images=None, radl=None, release_stopped=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -83,6 +86,7 @@ class CloudProvider:
         self.user_data_arg = user_data_arg
         self.images = images
         self.radl = radl
+        self.release_stopped = release_stopped
 
 
 class RadlImages:

@@ -73,8 +73,9 @@ options:
   options:
     description:
       - Cloud-specific placement. V(ec2) C(vpc_id), C(subnet_id). V(gce) C(network) (default V(default)).
-        V(azure_arm) C(resource_group), C(location), C(network) (the virtual network) and C(subnet_prefix)
-        (the cluster subnet, for example V(10.0.42.0/24)), all required.
+        V(azure_arm) C(resource_group), C(location) and C(network) (the virtual network), all required; the
+        cluster's subnet C(tfdist-{cluster}) is the first /24 of the virtual network's address space that no subnet
+        overlaps (kept on later runs), and the task fails naming C(network) when none is free.
     type: dict
     default: {}
 notes:

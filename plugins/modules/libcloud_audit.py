@@ -10,7 +10,8 @@ short_description: List what of tfdist's clusters a cloud still holds (the leak 
 version_added: 0.5.0
 description:
   - Lists, through libcloud, every resource on the cloud that carries a tfdist cluster's tag (C(tfdist_cluster)) or,
-    where the cloud keeps no tags on that kind of resource, a tfdist name (C(tfdist-{cluster})). Changes nothing.
+    where the cloud keeps no tags on that kind of resource, a tfdist name (C(tfdist-{cluster})). Read-only, but for
+    one thing on V(azure_arm) (below).
   - Nodes, those of the cluster (tagged C(tfdist_cluster), C(tfdist_role), C(tfdist_index), or named
     C({cluster}-{role}-{index}) on drivers without tags) and any other node tagged with a cluster, such as a
     helper machine tagged by hand. Terminated nodes are left out.
@@ -23,6 +24,10 @@ description:
     subnets C(tfdist-{cluster}) of its virtual network C(network), and network interfaces on such a subnet or named
     C({cluster}-{role}-{index}-nic) (libcloud makes one before each VM; a VM that was never made leaves it).
   - V(docker) containers (the nodes) and the cluster networks C(tfdist-{cluster}), labelled C(tfdist.managed=true).
+  - V(azure_arm) nodes powered off from inside (tfdist's idle guard does it when a job is over) but still allocated,
+    which Azure bills as if they ran, are named in RV(report); those of this controller's clusters (O(known_clusters),
+    or O(clusters) without it) are deallocated (RV(deallocated)), the one change the audit makes. Their disks stay,
+    and are billed until destroy.
   - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
     run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
     removes them as C(playbooks/destroy.yml) does.
@@ -38,7 +43,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The module only reads; it runs the same in check mode.
+    details: The module only reads, but for the deallocation of powered-off V(azure_arm) nodes, which check mode
+      reports without making.
   diff_mode:
     support: none
   idempotent:
@@ -62,8 +68,8 @@ options:
     type: dict
     default: {}
 notes:
-  - One C(list_nodes) call, one volume listing, and the cloud's key pair and firewall listings (two calls on EC2);
-    without O(clusters), one image listing.
+  - One C(list_nodes) call (two on V(azure_arm)), one volume listing, and the cloud's key pair and firewall listings
+    (two calls on EC2); without O(clusters), one image listing.
   - Credentials that may list but not describe some kind of resource leave that kind out; RV(unchecked) says which.
 '''
 
@@ -174,6 +180,15 @@ report:
   type: list
   elements: str
   sample: ["old (ORPHAN: no inventory source on this controller): node old-worker-0 (i-0123), key pair tfdist-old"]
+deallocated:
+  description:
+    - The names of the nodes of this controller's clusters that were powered off but still allocated (V(azure_arm)),
+      deallocated by this run (in check mode, those it would deallocate).
+  returned: always
+  type: list
+  elements: str
+  sample: [demo-worker-0]
+  version_added: 0.5.0
 unchecked:
   description: What could not be listed on this cloud, and why.
   returned: always
@@ -195,6 +210,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     connection_argument_spec,
     explain_error,
     get_driver,
+    release_own_stopped,
 )
 
 
@@ -204,6 +220,14 @@ ARGUMENT_SPEC = dict(
     known_clusters=dict(type='list', elements='str'),
     options=dict(type='dict', default={}),
 )
+
+
+def stopped_report(billed, released, check_mode):
+    """A line per node powered off yet billed: deallocated (or, in check mode, to be), or someone else's."""
+    done = 'would be deallocated (check mode)' if check_mode else 'deallocated'
+    return ['node %s was powered off but still allocated, billed as if it ran: %s'
+            % (node.name, done if node in released else "not this controller's cluster, left as it is")
+            for node in billed]
 
 
 def run_module(module):
@@ -217,18 +241,22 @@ def run_module(module):
         found, unchecked = find(driver, params['clusters'], params['options'])
         # Images belong to no cluster: only an audit of every cluster looks for them.
         images, images_unchecked = baked_images(driver) if not params['clusters'] else ([], [])
+        # Azure bills a VM powered off from inside until it is deallocated: the audit releases this controller's own.
+        own = params['known_clusters'] if params['known_clusters'] is not None else params['clusters']
+        billed, released = release_own_stopped(driver, params['clusters'], own, module.check_mode)
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
     known = params['known_clusters']
     module.exit_json(
-        changed=False,
+        changed=bool(released),
         resources=[to_dict(r, known) for r in found],
         clusters=sorted(set(r.cluster for r in found)),
         orphans=orphans(found, known) if known is not None else [],
         images=images,
-        report=report(found, known) + images_report(images),
+        report=report(found, known) + images_report(images) + stopped_report(billed, released, module.check_mode),
+        deallocated=[node.name for node in released],
         unchecked=unchecked + images_unchecked,
     )
 

@@ -16,6 +16,9 @@ description:
   - The cluster's nodes are found with a single C(list_nodes) call. Missing nodes get the lowest free
     indexes; surplus nodes are removed highest index first. The nodes of one role are created together.
   - If a node cannot be created, the nodes this run created are destroyed again and the task fails.
+  - A stopped node of the cluster is started again with O(state=present). A node the cloud will not destroy fails
+    the task; on V(azure_arm), where a VM powered off from inside stays allocated and billed, it is deallocated
+    instead when it was powered off.
   - Roles not listed in O(roles) are left as they are; give them O(roles[].count=0) to remove their nodes.
 version_added: 0.1.0
 author: tfdist maintainers (@tfdist)
@@ -467,6 +470,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_defaults,
     node_kwargs,
     node_to_dict,
+    release_stopped,
     spot_create_kwargs,
     tag_create_kwargs,
     user_data_kwargs,
@@ -703,6 +707,18 @@ class ClusterNodes:
             msg += '; could not destroy %s: remove them by hand' % ', '.join(left)
         self.fail(msg)
 
+    def release_stopped(self, nodes):
+        """Where a destroy failed: the nodes of `nodes` that are powered off yet still billed (on Azure) released
+        instead, as '; deallocated NAMES ...' for the message ('' when none)."""
+        try:
+            released = release_stopped(self.driver, nodes)
+        except Exception as e:  # the failed destroy is the error to report; this one is said with it
+            return '; could not deallocate them either: %s' % explain_error(self.params['provider'], e)
+        if not released:
+            return ''
+        return ('; deallocated %s instead (powered off, still billed for compute until deallocated)'
+                % ', '.join(node.name for node in released))
+
     def start(self, nodes, created):
         """Start the cluster's stopped nodes; returns them."""
         for node in nodes:
@@ -768,7 +784,9 @@ class ClusterNodes:
                 removed = [node for node, error in zip(to_remove, errors) if error is None]
                 failed = ['%s (%s)' % (node.name, error) for node, error in zip(to_remove, errors) if error is not None]
                 if failed:
-                    self.fail('Failed to destroy %s' % ', '.join(failed), created=created, removed=removed)
+                    left = [node for node, error in zip(to_remove, errors) if error is not None]
+                    self.fail('Failed to destroy %s%s' % (', '.join(failed), self.release_stopped(left)),
+                              created=created, removed=removed)
                 if self.known_hosts():
                     # A removed duplicate may share its name with a node that stays: that node's line stays too.
                     staying = set(node.name for node in kept + created)

@@ -21,8 +21,7 @@ from unittest.mock import create_autospec
 
 import pytest
 
-from libcloud.common.azure_arm import AzureResourceManagementConnection
-from libcloud.common.exceptions import BaseHTTPError, exception_from_message
+from libcloud.common.exceptions import BaseHTTPError
 from libcloud.common.google import ResourceExistsError, ResourceNotFoundError
 from libcloud.compute.base import KeyPair, NodeAuthSSHKey
 from libcloud.compute.drivers.azure_arm import AzureNodeDriver
@@ -43,7 +42,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import GceAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_openstack import OpenStackAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
-from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import response, run_real, sent
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import AzureCloud, response, run_real, sent
 
 CLUSTER = "demo"
 NAME = "tfdist-demo"
@@ -551,118 +550,7 @@ def test_gce_no_internal_ports_opens_no_port_between_nodes(gce):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Azure: raw ARM REST through the driver's connection.
-
-
-class AzureCloud:
-    """The ARM endpoint _access talks to: PUT, GET and DELETE of resources by path, keeping state."""
-
-    SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
-    RESOURCE_GROUP = "rg-tfdist"
-    VNET = "vnet-tfdist"
-    PREFIX = "10.0.42.0/24"
-    OPTIONS = {"resource_group": RESOURCE_GROUP, "location": "westeurope", "network": VNET, "subnet_prefix": PREFIX}
-    # What a GET lists (ARM answers a list of the children of an existing parent).
-    COLLECTIONS = ("/networkinterfaces", "/networksecuritygroups", "/subnets")
-
-    def __init__(self):
-        self.resources = {}  # lower-cased path -> resource JSON (ARM ids are case-insensitive)
-        self.writes = []  # (method, path) of every PUT and DELETE, in order
-        self.in_use = collections.Counter()  # lower-cased path -> DELETEs to refuse (NICs still on the subnet)
-        rg = "/subscriptions/%s/resourceGroups/%s" % (self.SUBSCRIPTION, self.RESOURCE_GROUP)
-        self.nsg_path = rg + "/providers/Microsoft.Network/networkSecurityGroups/" + NAME
-        self.vnet_path = rg + "/providers/Microsoft.Network/virtualNetworks/" + self.VNET
-        self.subnet_path = self.vnet_path + "/subnets/" + NAME
-        for path in (rg, self.vnet_path):
-            self.resources[path.lower()] = {"id": path, "name": path.rsplit("/", 1)[1], "properties": {}}
-        driver = create_autospec(AzureNodeDriver, instance=True)
-        driver.type = "azure_arm"
-        driver.subscription_id = self.SUBSCRIPTION
-        driver.connection = create_autospec(AzureResourceManagementConnection, instance=True)
-        driver.connection.request.side_effect = self._request
-        self.driver = driver
-
-    @staticmethod
-    def _parent(path):
-        if "/subnets/" in path:
-            return path.rsplit("/subnets/", 1)[0]
-        return path.split("/providers/", 1)[0]
-
-    def _request(self, action, params=None, data=None, headers=None, method="GET", raw=False):
-        assert params and params.get("api-version"), "ARM refuses a request without api-version"
-        key = action.lower()
-        if method == "GET":
-            if key.endswith(self.COLLECTIONS) and self._parent(key) in self.resources:
-                return response({"value": [copy.deepcopy(r) for path, r in sorted(self.resources.items())
-                                           if path.rsplit("/", 1)[0] == key]})
-            if key not in self.resources:
-                raise exception_from_message(404, "[ResourceNotFound] The Resource '%s' was not found." % action)
-            return response(copy.deepcopy(self.resources[key]))
-        self.writes.append((method, action))
-        if method == "PUT":
-            if self._parent(key) not in self.resources:
-                raise exception_from_message(404, "[ParentResourceNotFound] %s" % self._parent(action))
-            return response(self._put(action, sent(data)), 201)
-        if method == "DELETE":
-            if key not in self.resources:
-                return response(None, 204)
-            if self.in_use[key] or self.nics_on(action):
-                self.in_use[key] = max(self.in_use[key] - 1, 0)
-                raise exception_from_message(400, "[InUseSubnetCannotBeDeleted] Subnet %s is in use by a NIC" % NAME)
-            attached = [r for r in self.resources.values()
-                        if r.get("properties", {}).get("networkSecurityGroup", {}).get("id", "").lower() == key]
-            if attached:
-                raise exception_from_message(400, "[InUseNetworkSecurityGroupCannotBeDeleted] %s is in use by %s"
-                                             % (action, attached[0]["id"]))
-            del self.resources[key]
-            return response(None, 202)
-        raise AssertionError("unexpected ARM call %s %s" % (method, action))
-
-    def _put(self, path, body):
-        resource = dict(body, id=path, name=path.rsplit("/", 1)[1])
-        properties = dict(body.get("properties", {}), provisioningState="Succeeded")
-        nsg_ref = properties.get("networkSecurityGroup", {}).get("id")
-        if nsg_ref and nsg_ref.lower() not in self.resources:
-            raise exception_from_message(400, "[InvalidResourceReference] %s" % nsg_ref)
-        if "securityRules" in properties:
-            properties["securityRules"] = [
-                dict(rule, id="%s/securityRules/%s" % (path, rule["name"]), etag='W/"1"',
-                     properties=self._echo_rule(rule["properties"])) for rule in properties["securityRules"]]
-            properties["defaultSecurityRules"] = [{"name": "AllowVnetInBound", "properties": {
-                "priority": 65000, "access": "Allow", "direction": "Inbound", "protocol": "*",
-                "sourceAddressPrefix": "VirtualNetwork", "destinationPortRange": "*"}}]
-        resource["properties"] = properties
-        self.resources[path.lower()] = resource
-        return copy.deepcopy(resource)
-
-    @staticmethod
-    def _echo_rule(properties):
-        """A rule as ARM gives it back: each plural field present, empty where the singular one was used."""
-        echo = dict(properties, provisioningState="Succeeded")
-        for field in ("sourceAddressPrefix", "sourcePortRange", "destinationAddressPrefix", "destinationPortRange"):
-            echo.setdefault(field + ("es" if field.endswith("Prefix") else "s"), [])
-        return echo
-
-    def get(self, path):
-        return self.resources.get(path.lower())
-
-    def nic_path(self, name):
-        return self.vnet_path.split("/providers/")[0] + "/providers/Microsoft.Network/networkInterfaces/" + name
-
-    def put_nic(self, name, subnet_path, vm=None):
-        """A NIC as libcloud's create_node makes it (untagged, one IP configuration), held by a VM or not."""
-        properties = {"ipConfigurations": [{"name": "myip1", "properties": {"subnet": {"id": subnet_path}}}]}
-        if vm:
-            properties["virtualMachine"] = {"id": vm}
-        return self._put(self.nic_path(name), {"location": "westeurope", "tags": {}, "properties": properties})
-
-    def nics_on(self, subnet_path):
-        return [r["name"] for r in self.resources.values() if "ipConfigurations" in r.get("properties", {})
-                and subnet_path.lower() in [c["properties"]["subnet"]["id"].lower()
-                                            for c in r["properties"]["ipConfigurations"]]]
-
-    def rules(self):
-        return dict((r["name"], r["properties"]) for r in self.get(self.nsg_path)["properties"]["securityRules"])
+# Azure: raw ARM REST through the driver's connection (libcloud_fakes.AzureCloud).
 
 
 def sources(rule):
@@ -707,7 +595,7 @@ def test_azure_present_puts_the_cluster_on_its_own_subnet_behind_a_group_that_de
     subnet = azure.get(azure.subnet_path)
     assert subnet["properties"]["addressPrefix"] == AzureCloud.PREFIX
     assert subnet["properties"]["networkSecurityGroup"]["id"].lower() == azure.nsg_path.lower()
-    assert access.changes == ["network security group " + NAME, "subnet " + NAME]
+    assert access.changes == ["network security group " + NAME, "subnet %s (%s)" % (NAME, AzureCloud.PREFIX)]
     assert (facts["cloud"], facts["firewall_id"], facts["public_key"]) == ("azure_arm", azure.nsg_path, PUBKEY)
 
 
@@ -751,7 +639,7 @@ def test_azure_check_mode_lists_the_plan_and_changes_nothing(azure):
     access = azure_access(azure)
     facts = access.present(PUBKEY, check_mode=True)
 
-    assert access.changes == ["network security group " + NAME, "subnet " + NAME]
+    assert access.changes == ["network security group " + NAME, "subnet %s (%s)" % (NAME, AzureCloud.PREFIX)]
     assert azure.writes == [] and azure.get(azure.nsg_path) is None
     assert facts["firewall_id"] == azure.nsg_path
 
@@ -840,7 +728,7 @@ def test_azure_absent_with_nothing_there_changes_nothing(azure):
     assert access.changes == [] and azure.writes == []
 
 
-@pytest.mark.parametrize("missing", ["resource_group", "location", "subnet_prefix", "network"])
+@pytest.mark.parametrize("missing", ["resource_group", "location", "network"])
 def test_azure_missing_option_is_named_before_anything_is_made(azure, missing):
     options = dict(AzureCloud.OPTIONS)
     options[missing] = ""  # unset profile entries arrive as empty strings

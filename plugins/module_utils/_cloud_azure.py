@@ -38,6 +38,8 @@ def list_images(driver, wanted):
 
 # Each cluster's subnet: a /24 (251 addresses for nodes: Azure keeps five of each subnet).
 SUBNET_PREFIX_LENGTH = 24
+# Tries at a free /24 while clusters made at the same moment take the one chosen.
+SUBNET_TRIES = 3
 
 
 def free_prefix(address_space, taken):
@@ -171,12 +173,28 @@ class AzureAccess(ClusterAccess):
         return prefix
 
     def present(self, public_key, check_mode=False):
-        location = self._option('location')
-        for key in ('resource_group', 'network'):
+        from libcloud.common.exceptions import BaseHTTPError
+        for key in ('location', 'resource_group', 'network'):
             self._option(key)
         if 'subnet_prefix' in self.options:
             raise TfdistCloudError('options.subnet_prefix: tfdist now gives each cluster a free /%d of options.network '
                                    'itself; remove subnet_prefix from libcloud_access_options' % SUBNET_PREFIX_LENGTH)
+        for attempt in range(1, SUBNET_TRIES + 1):
+            done = len(self.changes)
+            try:
+                self._converge(check_mode)
+                break
+            except BaseHTTPError as e:
+                # Another cluster made at the same moment took the same /24: Azure refuses the second subnet.
+                if 'overlap' not in str(e).lower() or attempt == SUBNET_TRIES:
+                    raise
+                del self.changes[done:]
+        facts = self.facts(self._nsg_path())
+        facts['public_key'] = public_key
+        return facts
+
+    def _converge(self, check_mode):
+        """Make the group and the subnet match (the subnet on its /24, behind the group)."""
         subnet = self._get(self._subnet_path())
         prefix = self._subnet_prefix(subnet)
         nsg = self._get(self._nsg_path())
@@ -188,7 +206,7 @@ class AzureAccess(ClusterAccess):
                 or nsg.get('tags') != tags):
             self.changed('network security group %s' % self.name)
             if not check_mode:
-                self._put(self._nsg_path(), {'location': location, 'tags': tags,
+                self._put(self._nsg_path(), {'location': self._option('location'), 'tags': tags,
                                              'properties': {'securityRules': wanted}})
         properties = (subnet or {}).get('properties', {})
         behind = str((properties.get('networkSecurityGroup') or {}).get('id', '')).lower() == self._nsg_path().lower()
@@ -198,9 +216,6 @@ class AzureAccess(ClusterAccess):
                 # Subnets carry no tags: the name tfdist-<cluster> says whose it is.
                 self._put(self._subnet_path(), {'properties': {
                     'addressPrefix': prefix, 'networkSecurityGroup': {'id': self._nsg_path()}}})
-        facts = self.facts(self._nsg_path())
-        facts['public_key'] = public_key
-        return facts
 
     def _loose_nics(self):
         """The NICs on the cluster's subnet that no VM holds: libcloud makes a node's NIC before its VM, so a create

@@ -4,6 +4,7 @@ test__cloud_gce_images.py, test__cloud_azure*.py), and the fake Azure Resource M
 import collections
 import copy
 import functools
+import ipaddress
 import json
 from types import SimpleNamespace
 from unittest.mock import create_autospec
@@ -55,6 +56,7 @@ class AzureCloud:
         self.writes = []  # (method, path) of every PUT, POST and DELETE, in order
         self.bodies = []  # (method, path, body as sent) of the same
         self.in_use = collections.Counter()  # lower-cased path -> DELETEs to refuse (NICs still on the subnet)
+        self.before_put = None  # called with the path of each PUT before it is made (another client at work)
         self.rg_path = "/subscriptions/%s/resourceGroups/%s" % (self.SUBSCRIPTION, self.RESOURCE_GROUP)
         self.vnet_path = self.rg_path + "/providers/Microsoft.Network/virtualNetworks/" + self.VNET
         self.name = name
@@ -97,8 +99,12 @@ class AzureCloud:
         self.writes.append((method, action))
         self.bodies.append((method, action, None if data is None else sent(data)))
         if method == "PUT":
+            if self.before_put:
+                self.before_put(action)
             if self._parent(key) not in self.resources:
                 raise exception_from_message(404, "[ParentResourceNotFound] %s" % self._parent(action))
+            if "/subnets/" in key:
+                self._refuse_overlap(action, sent(data))
             return response(self._put(action, sent(data)), 201)
         if method == "POST":
             vm, dummy, verb = key.rpartition("/")
@@ -122,6 +128,16 @@ class AzureCloud:
         if key not in self.resources:
             raise exception_from_message(404, "[ResourceNotFound] The Resource '%s' was not found." % action)
         return response(copy.deepcopy(self.resources[key]))
+
+    def _refuse_overlap(self, action, body):
+        """Azure refuses a subnet whose range overlaps another subnet of the virtual network."""
+        wanted = ipaddress.ip_network(body["properties"]["addressPrefix"])
+        for path, other in self.resources.items():
+            if (path.startswith(self.vnet_path.lower() + "/subnets/") and path != action.lower()
+                    and wanted.overlaps(ipaddress.ip_network(other["properties"]["addressPrefix"]))):
+                raise exception_from_message(400, "[NetcfgSubnetRangesOverlap] Subnet '%s' is not valid because its IP "
+                                                  "address range overlaps with that of an existing subnet in virtual "
+                                                  "network '%s'." % (action.rsplit("/", 1)[1], self.VNET))
 
     def _delete(self, action, key):
         if key not in self.resources:

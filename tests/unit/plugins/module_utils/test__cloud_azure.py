@@ -118,6 +118,25 @@ def test_a_destroyed_clusters_24_goes_to_the_next_cluster(azure):
     assert azure.get(azure.subnet_of(other.name))["properties"]["addressPrefix"] == "10.0.2.0/24"
 
 
+def test_two_clusters_made_at_the_same_moment_end_on_different_24s(azure):
+    demo, other = azure_access(azure, "demo"), azure_access(azure, "other")
+
+    def other_deploys_meanwhile(path):
+        # other's deploy takes the /24 demo chose, between demo's look at the subnets and demo's subnet PUT.
+        if path.lower() == azure.subnet_of(demo.name).lower() and azure.get(azure.subnet_of(other.name)) is None:
+            other.present(PUBKEY)
+
+    azure.before_put = other_deploys_meanwhile
+    demo.present(PUBKEY)
+
+    # Azure refused demo's first subnet (it overlapped other's); demo looked again and took the next free /24.
+    assert subnet_puts(azure, other) == ["10.0.1.0/24"]
+    assert subnet_puts(azure, demo) == ["10.0.1.0/24", "10.0.2.0/24"]
+    assert azure.get(azure.subnet_of(demo.name))["properties"]["addressPrefix"] == "10.0.2.0/24"
+    assert azure.rules(azure.nsg_of(demo.name))["tfdist-internal"]["sourceAddressPrefixes"] == ["10.0.2.0/24"]
+    assert demo.changes == ["network security group " + demo.name, "subnet %s (10.0.2.0/24)" % demo.name]
+
+
 def test_a_full_virtual_network_is_named_and_nothing_is_made():
     cloud = AzureCloud(address_space=["10.0.0.0/23"])
     azure_access(cloud, "demo").present(PUBKEY)

@@ -5,7 +5,9 @@ import collections
 import copy
 import functools
 import ipaddress
+import itertools
 import json
+import re
 from types import SimpleNamespace
 from unittest.mock import create_autospec
 
@@ -225,3 +227,297 @@ class AzureCloud:
     def puts(self, path):
         """The bodies of the PUTs of `path`, as sent."""
         return [body for method, action, body in self.bodies if method == "PUT" and action.lower() == path.lower()]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GCE: a project's networks, subnets, firewall rules and instances behind GCENodeDriver's own code
+# (test__cloud_gce_access.py, test__access.py).
+
+GCE_PROJECT = "tfdist-test"
+GCE_ZONE = "europe-west4-a"
+GCE_REGION = "europe-west4"
+GCE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def gce_link(path, project=GCE_PROJECT):
+    """A GCE selfLink: https://www.googleapis.com/compute/v1/projects/<project>/<path>."""
+    return "https://www.googleapis.com/compute/v1/projects/%s/%s" % (project, path)
+
+
+def gce_error(status, reason, message):
+    """The exception libcloud's own GCEResponse raises for GCE's error answer (status, errors[0].reason)."""
+    from libcloud.compute.drivers.gce import GCEResponse
+    answer = GCEResponse.__new__(GCEResponse)
+    answer.status, answer.parse_zero_length_body = status, False
+    answer.body = json.dumps({"error": {"code": status, "message": message,
+                                        "errors": [{"domain": "global", "reason": reason, "message": message}]}})
+    try:
+        answer.parse_body()
+    except Exception as e:  # what libcloud raises is the point
+        return e
+    raise AssertionError("libcloud took an error answer for a success")
+
+
+class FakeGce:
+    """GCE's /global/networks, /regions/*/subnetworks, /global/firewalls and one zone's instances, keeping state and
+    refusing what GCE refuses (a taken name, a subnet range that overlaps another of its network, a network or subnet
+    still in use, an instance on a custom network without a subnet, a rule moved to another network). The driver is
+    made with create_autospec from GCENodeDriver; the methods tfdist goes through run libcloud's own code.
+
+    `requests`: (method, path, body) of every call that changes something, in order; `in_use`: path -> DELETEs to
+    refuse as GCE does while it is still deleting the nodes that use the resource."""
+
+    def __init__(self):
+        from libcloud.compute.drivers.gce import GCEConnection, GCENodeDriver, GCERegion, GCEZone
+        self.networks, self.subnets, self.firewalls, self.instances = {}, {}, {}, {}  # subnets: (region, name) ->
+        self.requests = []
+        self.in_use = collections.Counter()
+        self._ids = itertools.count(5001)
+        driver = create_autospec(GCENodeDriver, instance=True)
+        driver.type, driver.project = "gce", GCE_PROJECT
+        zone = GCEZone(next(self._ids), GCE_ZONE, "UP", [], None, driver,
+                       extra={"selfLink": self.link("zones/" + GCE_ZONE)})
+        region = GCERegion(next(self._ids), GCE_REGION, "UP", [zone], [], None, driver,
+                           extra={"selfLink": self.link("regions/" + GCE_REGION)})
+        driver.zone, driver.region, driver.zone_dict, driver.region_list = zone, region, {GCE_ZONE: zone}, [region]
+        # What autospec makes of class attributes is a mock: the real tables.
+        driver.KIND_METHOD_MAP, driver.AUTH_URL = GCENodeDriver.KIND_METHOD_MAP, GCENodeDriver.AUTH_URL
+        driver.SA_SCOPES_MAP = GCENodeDriver.SA_SCOPES_MAP
+        driver.connection = create_autospec(GCEConnection, instance=True)
+        driver.connection.request_path = "/compute/v1/projects/%s" % GCE_PROJECT
+        driver.connection.request.side_effect = self._request
+        driver.connection.async_request.side_effect = self._request  # GCE's operation is done when it answers
+        run_real(driver.connection, GCEConnection, "paginated_request", "request_aggregated_items",
+                 "_merge_response_items")
+        run_real(driver, GCENodeDriver,
+                 "ex_get_network", "ex_create_network", "ex_destroy_network", "ex_list_networks", "_to_network",
+                 "ex_get_subnetwork", "ex_create_subnetwork", "ex_destroy_subnetwork", "_to_subnetwork",
+                 "ex_list_firewalls", "ex_get_firewall", "ex_create_firewall", "ex_destroy_firewall", "_to_firewall",
+                 "_to_region", "ex_get_zone", "_get_object_by_kind", "_get_components_from_path", "_set_region",
+                 "_set_zone", "_get_region_from_zone", "_verify_zone_is_set",
+                 "create_node", "_create_node_req", "_create_instance_properties", "_build_network_gce_struct",
+                 "_build_service_accounts_gce_list", "_build_service_account_gce_struct",
+                 "_build_scheduling_gce_struct", "_format_metadata", "_get_selflink_or_name", "ex_get_disktype",
+                 "_to_disktype", "destroy_node")
+        self.driver = driver
+
+    @staticmethod
+    def link(path):
+        return gce_link(path)
+
+    # -- what the test puts there, as GCE keeps it
+    def add_network(self, name, auto=False):
+        self.networks[name] = {"kind": "compute#network", "id": str(next(self._ids)), "name": name,
+                               "autoCreateSubnetworks": auto, "selfLink": self.link("global/networks/" + name)}
+
+    def add_subnet(self, name, network, cidr, region=GCE_REGION):
+        self._store_subnet(region, {"name": name, "network": self.link("global/networks/" + network),
+                                    "ipCidrRange": cidr, "region": self.link("regions/" + region)})
+
+    def add_rule(self, name, network, **fields):
+        self._store_rule(dict({"name": name, "network": self.link("global/networks/" + network)}, **fields))
+
+    def node(self, name):
+        """A libcloud Node of an instance, as destroy_node takes it."""
+        from libcloud.compute.base import Node
+        return Node(self.instances[name]["id"], name, "running", [], [], self.driver,
+                    extra={"zone": self.driver.zone})
+
+    # -- what reaches an instance
+    def admits(self, instance, port, source_ip, source_tags=()):
+        """Whether GCE lets TCP `port` from `source_ip` (an instance there carrying `source_tags`) into `instance`: its
+        network's ingress rules that aim at it, the lowest priority number first, a deny before an allow of the same
+        number; nothing matches, nothing comes in (GCE's implied rule)."""
+        import ipaddress
+        target = self.instances[instance]
+        network, tags = target["networkInterfaces"][0]["network"], set(target.get("tags", {}).get("items", []))
+
+        def matches(rule):
+            if rule["network"] != network or rule.get("disabled") or rule.get("direction", "INGRESS") != "INGRESS":
+                return False
+            if rule.get("targetTags") and not tags & set(rule["targetTags"]):
+                return False
+            by_range = any(ipaddress.ip_address(source_ip) in ipaddress.ip_network(cidr)
+                           for cidr in rule.get("sourceRanges", []))
+            if not (by_range or set(source_tags) & set(rule.get("sourceTags", []))):
+                return False
+            return any(entry["IPProtocol"] in ("tcp", "all") and self._port_in(port, entry.get("ports"))
+                       for entry in rule.get("allowed", rule.get("denied", [])))
+
+        for rule in sorted(filter(matches, self.firewalls.values()), key=lambda r: (r["priority"], "allowed" in r)):
+            return "allowed" in rule
+        return False
+
+    @staticmethod
+    def _port_in(port, ports):
+        if not ports:
+            return True
+        for text in ports:
+            low, dummy, high = text.partition("-")
+            if int(low) <= port <= int(high or low):
+                return True
+        return False
+
+    # -- the API
+    def _request(self, action, params=None, data=None, headers=None, method="GET", context=None):
+        path = action.replace(self.link(""), "/")  # a full link, as libcloud's connection takes it too
+        body = sent(data) if data is not None else None
+        if method != "GET":
+            self.requests.append((method, path, body))
+            if self.in_use[path] > 0:
+                self.in_use[path] -= 1
+                raise gce_error(400, "resourceInUseByAnotherResource",
+                                "The resource '%s' is already being used by an instance being deleted" % path)
+        parts = path.strip("/").split("/")
+        if parts[0] == "global" and parts[1] == "networks":
+            return self._networks(method, parts[2:], body)
+        if parts[0] == "global" and parts[1] == "firewalls":
+            return self._firewalls(method, parts[2:], body)
+        if path == "/aggregated/subnetworks":
+            items = {}
+            for (region, dummy), subnet in sorted(self.subnets.items()):
+                items.setdefault("regions/" + region, {"subnetworks": []})["subnetworks"].append(copy.deepcopy(subnet))
+            return response({"items": items})
+        if parts[0] == "regions" and len(parts) == 2 and method == "GET":
+            return response({"kind": "compute#region", "id": "1", "name": parts[1], "status": "UP",
+                             "zones": [self.link("zones/" + GCE_ZONE)], "selfLink": self.link(path.strip("/"))})
+        if parts[0] == "regions" and parts[2] == "subnetworks":
+            return self._subnetworks(method, parts[1], parts[3:], body)
+        if parts[:3] == ["zones", GCE_ZONE, "diskTypes"] and method == "GET":
+            return response({"kind": "compute#diskType", "id": "1", "name": parts[3],
+                             "zone": self.link("zones/" + GCE_ZONE), "selfLink": self.link(path.strip("/")),
+                             "validDiskSize": "10GB-65536GB"})
+        if parts[:3] == ["zones", GCE_ZONE, "instances"]:
+            return self._instances(method, parts[3:], body)
+        raise AssertionError("unexpected GCE call %s %s" % (method, path))
+
+    def _missing(self, what):
+        return gce_error(404, "notFound", "The resource '%s' was not found" % what)
+
+    def _used(self, what, user):
+        return gce_error(400, "resourceInUseByAnotherResource",
+                         "The %s resource '%s' is already being used by '%s'" % (what[0], what[1], user))
+
+    def _check_name(self, name):
+        if not GCE_NAME_RE.match(name):
+            raise gce_error(400, "invalid", "Invalid value for field 'resource.name': '%s'" % name)
+
+    def _networks(self, method, rest, body):
+        if not rest and method == "GET":
+            return response({"items": copy.deepcopy(list(self.networks.values()))})
+        if not rest and method == "POST":
+            self._check_name(body["name"])
+            if body["name"] in self.networks:
+                raise gce_error(409, "alreadyExists", "The resource 'networks/%s' already exists" % body["name"])
+            assert "autoCreateSubnetworks" in body, "a legacy network (GCE no longer makes them)"
+            self.add_network(body["name"], auto=body["autoCreateSubnetworks"])
+            self.networks[body["name"]]["description"] = body.get("description")
+            return response({"status": "DONE"})
+        name = rest[0]
+        if name not in self.networks:
+            raise self._missing("global/networks/" + name)
+        link = self.networks[name]["selfLink"]
+        if method == "GET":
+            network = copy.deepcopy(self.networks[name])
+            network["subnetworks"] = [s["selfLink"] for s in self.subnets.values() if s["network"] == link]
+            return response(network)
+        if method == "DELETE":
+            users = ([s["selfLink"] for s in self.subnets.values() if s["network"] == link]
+                     + [f["selfLink"] for f in self.firewalls.values() if f["network"] == link]
+                     + [i["selfLink"] for i in self.instances.values()
+                        if i["networkInterfaces"][0]["network"] == link])
+            if users:
+                raise self._used(("network", link), users[0])
+            del self.networks[name]
+            return response({"status": "DONE"})
+        raise AssertionError("unexpected GCE call %s networks/%s" % (method, name))
+
+    def _store_subnet(self, region, body):
+        import ipaddress
+        self._check_name(body["name"])
+        if (region, body["name"]) in self.subnets:
+            raise gce_error(409, "alreadyExists", "The resource 'subnetworks/%s' already exists" % body["name"])
+        assert body["region"] == self.link("regions/" + region), body["region"]
+        assert body["network"] in [n["selfLink"] for n in self.networks.values()], body["network"]
+        cidr = ipaddress.ip_network(body["ipCidrRange"])  # strict: a host address with a prefix is refused
+        assert cidr.is_private, cidr
+        for other in self.subnets.values():
+            if other["network"] == body["network"] and cidr.overlaps(ipaddress.ip_network(other["ipCidrRange"])):
+                raise gce_error(400, "invalid", "Invalid IPCidrRange: %s conflicts with existing subnetwork '%s'"
+                                % (cidr, other["name"]))
+        subnet = dict((key, value) for key, value in body.items() if value is not None)
+        subnet.update(kind="compute#subnetwork", id=str(next(self._ids)), gatewayAddress=str(cidr[1]),
+                      selfLink=self.link("regions/%s/subnetworks/%s" % (region, body["name"])))
+        self.subnets[(region, body["name"])] = subnet
+
+    def _subnetworks(self, method, region, rest, body):
+        if not rest and method == "POST":
+            self._store_subnet(region, body)
+            return response({"status": "DONE"})
+        key = (region, rest[0])
+        if key not in self.subnets:
+            raise self._missing("regions/%s/subnetworks/%s" % key)
+        if method == "GET":
+            return response(copy.deepcopy(self.subnets[key]))
+        if method == "DELETE":
+            link = self.subnets[key]["selfLink"]
+            users = [i["selfLink"] for i in self.instances.values()
+                     if i["networkInterfaces"][0].get("subnetwork") == link]
+            if users:
+                raise self._used(("subnetwork", link), users[0])
+            del self.subnets[key]
+            return response({"status": "DONE"})
+        raise AssertionError("unexpected GCE call %s subnetworks/%s" % (method, rest))
+
+    def _store_rule(self, body, rule_id=None):
+        self._check_name(body["name"])
+        assert body["network"] in [n["selfLink"] for n in self.networks.values()], body["network"]
+        assert ("allowed" in body) != ("denied" in body), "a rule allows or denies: %s" % body
+        assert 0 <= body.get("priority", 1000) <= 65535
+        rule = dict((key, value) for key, value in body.items() if value is not None)
+        rule.setdefault("direction", "INGRESS")
+        rule.setdefault("priority", 1000)  # what GCE gives a rule (a PUT too) that names none
+        rule.update(kind="compute#firewall", id=rule_id or str(next(self._ids)), disabled=rule.get("disabled", False),
+                    selfLink=self.link("global/firewalls/" + body["name"]))
+        self.firewalls[body["name"]] = rule
+
+    def _firewalls(self, method, rest, body):
+        if not rest and method == "GET":
+            items = copy.deepcopy(list(self.firewalls.values()))
+            return response({"items": items} if items else {})  # GCE leaves `items` out of an empty list
+        if not rest and method == "POST":
+            if body["name"] in self.firewalls:
+                raise gce_error(409, "alreadyExists", "The resource 'firewalls/%s' already exists" % body["name"])
+            self._store_rule(body)
+            return response({"status": "DONE"})
+        name = rest[0]
+        if name not in self.firewalls:
+            raise self._missing("global/firewalls/" + name)
+        if method == "GET":
+            return response(copy.deepcopy(self.firewalls[name]))
+        if method == "PUT":  # replaces the whole rule: what the body leaves out is gone
+            if body.get("network") != self.firewalls[name]["network"]:
+                raise gce_error(400, "invalid", "Invalid value for field 'resource.network': cannot be changed")
+            self._store_rule(body, self.firewalls[name]["id"])
+            return response({"status": "DONE"})
+        if method == "DELETE":
+            del self.firewalls[name]
+            return response({"status": "DONE"})
+        raise AssertionError("unexpected GCE call %s firewalls/%s" % (method, name))
+
+    def _instances(self, method, rest, body):
+        if not rest and method == "POST":
+            self._check_name(body["name"])
+            nic = body["networkInterfaces"][0]
+            network = next(n for n in self.networks.values() if n["selfLink"] == nic["network"])
+            subnet = [s for s in self.subnets.values() if s["selfLink"] == nic.get("subnetwork")]
+            if not network["autoCreateSubnetworks"] and not subnet:
+                raise gce_error(400, "invalid", "Invalid value for field 'resource.networkInterfaces[0].subnetwork'")
+            assert not subnet or subnet[0]["network"] == network["selfLink"], "a subnet of another network"
+            self.instances[body["name"]] = dict(body, id=str(next(self._ids)), status="RUNNING",
+                                                selfLink=self.link("zones/%s/instances/%s" % (GCE_ZONE, body["name"])))
+            return response({"status": "DONE"})
+        if method == "DELETE" and rest[0] in self.instances:
+            del self.instances[rest[0]]
+            return response({"status": "DONE"})
+        raise AssertionError("unexpected GCE call %s instances/%s" % (method, rest))

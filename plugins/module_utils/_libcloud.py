@@ -432,15 +432,15 @@ def release_stopped(driver, nodes, check_mode=False):
     return release(driver, nodes, check_mode) if release else []
 
 
-def release_own_stopped(driver, clusters, own, check_mode=False):
+def release_own_stopped(driver, clusters, own_ids, check_mode=False):
     """(billed, released): the tfdist nodes (of `clusters`, when given) that are powered off yet still billed on the
-    driver's cloud, and those among them of the `own` clusters, released unless check_mode. No listing on clouds
-    where a powered-off node costs no compute."""
+    driver's cloud, and those among them whose id is in `own_ids` (this controller's), released unless check_mode.
+    No listing on clouds where a powered-off node costs no compute."""
     if provider_of(driver.type).release_stopped is None:
         return [], []
     wanted = [node for node, identity in list_cluster_nodes(driver) if not clusters or identity.cluster in clusters]
     billed = release_stopped(driver, wanted, check_mode=True)
-    return billed, release_stopped(driver, [node for node in billed if node_identity(node).cluster in own], check_mode)
+    return billed, release_stopped(driver, [node for node in billed if str(node.id) in own_ids], check_mode)
 
 
 def access_for(driver, *args, **kwargs):

@@ -243,7 +243,8 @@ def run_module(module):
         images, images_unchecked = baked_images(driver) if not params['clusters'] else ([], [])
         # Azure bills a VM powered off from inside until it is deallocated: the audit releases this controller's own.
         own = params['known_clusters'] if params['known_clusters'] is not None else params['clusters']
-        billed, released = release_own_stopped(driver, params['clusters'], own, module.check_mode)
+        mine = set(r.id for r in found if r.kind == 'node' and r.cluster in own)
+        billed, released = release_own_stopped(driver, params['clusters'], mine, module.check_mode)
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly

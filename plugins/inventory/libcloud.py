@@ -38,6 +38,14 @@ options:
     type: list
     elements: str
     default: []
+  owner:
+    description:
+      - Only the nodes of this controller, the id in their C(tfdist_owner) tag
+        (P(tfdist.cluster.controller_id#lookup)), and nodes without that tag (made before version 0.5.0). Another
+        controller's cluster of the same name is left out.
+      - Unset, every tfdist node.
+    type: str
+    version_added: 0.5.0
   states:
     description: Libcloud node states to include.
     type: list
@@ -144,6 +152,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_to_dict,
     pick_address,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import is_own
 
 
 def pinned_host_vars(known_hosts, node):
@@ -176,6 +185,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         clusters = self.get_option('clusters')
         states = self.get_option('states')
         strict = self.get_option('strict')
+        owner = self.get_option('owner')
         for role in TASK_TYPES:
             self.inventory.add_group(role)
         placed = []  # the TF tasks found, per cluster: who leads each is known once all are seen
@@ -184,6 +194,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         in_order = sorted(nodes, key=lambda node: (node['cluster'] or '', cluster_order(node['role'], node['index']), node['name']))
         for node in in_order:
             if (clusters and node['cluster'] not in clusters) or node['state'] not in states:
+                continue
+            # The inventory source is this controller's: its unmarked nodes are too (_owner.py).
+            if not is_own(node.get('owner'), owner, own_unmarked=True):
                 continue
             if node['index'] is None:
                 continue  # still being created: not a TF task yet

@@ -14,9 +14,11 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import re
 import time
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, TAG_OWNER
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import NAME_CHARS, is_own, name_part
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 
 SSH_PORT = 22
@@ -25,18 +27,39 @@ DELETE_RETRY_SECONDS = 300
 DELETE_RETRY_PERIOD = 5
 
 
-def access_name(cluster):
-    """The name of the cluster's key pair, security group, firewall tag: tfdist-<cluster>."""
-    return 'tfdist-%s' % cluster
+# tfdist-<cluster>-<owner's part>, then what a cloud adds (GCE's -ssh): the owner's part is the last 6 hexadecimal
+# digits before the suffix. A name made before owners were marked whose cluster ends so (tfdist-run-202611) reads as
+# another owner's: only the audit reads names this way, and it then leaves the resource alone.
+_OWNED_NAME_RE = re.compile(r'^(?P<cluster>.+)-(?P<owner>[0-9a-f]{%d})$' % NAME_CHARS)
+
+
+def access_name(cluster, owner=None):
+    """The name of the cluster's key pair, security group, firewall tag: tfdist-<cluster>-<owner's part>, or
+    tfdist-<cluster> without an owner (as before owners were marked)."""
+    return 'tfdist-%s' % cluster + ('-%s' % name_part(owner) if owner else '')
+
+
+def access_parts(name, suffix=''):
+    """(cluster, owner's part or None) of an access name (then `suffix`), or (None, None): access_name's inverse."""
+    prefix = access_name('')
+    if not (isinstance(name, str) and name.startswith(prefix) and name.endswith(suffix)):
+        return None, None
+    rest = name[len(prefix):len(name) - len(suffix)]
+    owned = _OWNED_NAME_RE.match(rest)
+    if owned and CLUSTER_NAME_RE.match(owned.group('cluster')):
+        return owned.group('cluster'), owned.group('owner')
+    return (rest, None) if CLUSTER_NAME_RE.match(rest) else (None, None)
 
 
 def access_cluster(name, suffix=''):
-    """The cluster whose access name (tfdist-<cluster>, then `suffix`) is `name`, or None: access_name's inverse."""
-    prefix = access_name('')
-    if not (isinstance(name, str) and name.startswith(prefix) and name.endswith(suffix)):
-        return None
-    cluster = name[len(prefix):len(name) - len(suffix)]
-    return cluster if CLUSTER_NAME_RE.match(cluster) else None
+    """The cluster whose access name (tfdist-<cluster>[-<owner's part>], then `suffix`) is `name`, or None."""
+    return access_parts(name, suffix)[0]
+
+
+def name_owner(name):
+    """The owner's part of a tfdist name whatever the cloud added after it (tfdist-demo-1f3a2b-ssh), or None."""
+    match = re.match(r'^tfdist-[a-z][a-z0-9-]*?-(?P<owner>[0-9a-f]{%d})(?:-[a-z]+)?$' % NAME_CHARS, str(name or ''))
+    return match.group('owner') if match else None
 
 
 def parse_ports(ports, field='internal_ports'):
@@ -69,10 +92,14 @@ class ClusterAccess:
     """Key pair and firewall of one cluster. Subclasses speak one cloud each."""
 
     def __init__(self, driver, cluster, ssh_cidrs, internal_ports, ssh_user='root', options=None, public_ports=(),
-                 owner=None):
+                 owner=None, own_unmarked=False):
         self.driver = driver
         self.cluster = cluster
-        self.name = access_name(cluster)
+        # With an owner, names carry its part: two controllers' clusters of one name never share a group (_owner.py).
+        self.name = access_name(cluster, owner)
+        # The name of the cluster's resources made before owners were marked; absent() removes them where they are
+        # this controller's (own_unmarked).
+        self.unmarked_name = access_name(cluster)
         self.ssh_cidrs = sorted(set(ssh_cidrs))
         self.ports = parse_ports(internal_ports)
         # Open to ssh_cidrs: SSH, and what else the user asks for (TensorBoard, say).
@@ -82,7 +109,17 @@ class ClusterAccess:
         self.options = dict((key, value) for key, value in (options or {}).items() if value not in (None, ''))
         # The controller's id (_cluster.TAG_OWNER), marked on what present() makes; None: unmarked.
         self.owner = owner
+        self.own_unmarked = own_unmarked
         self.changes = []
+
+    def owns(self, mark):
+        """Whether a resource of the cluster with this owner's mark (a tag, or the owner's part of its name; None
+        without one) is this controller's to change or remove (_owner.is_own)."""
+        return is_own(mark, self.owner, self.own_unmarked)
+
+    def owner_tags(self):
+        """The owner's tag of what present() makes: {tfdist_owner: id}, none without an owner."""
+        return {TAG_OWNER: self.owner} if self.owner else {}
 
     # What libcloud_node gets back: JSON-safe, turned into create_node arguments by node_kwargs().
     def facts(self, firewall_id=None):
@@ -110,7 +147,8 @@ class ClusterAccess:
     @staticmethod
     def found(driver, options):
         """The key pairs and firewalls of every cluster on this cloud, found by the rules present() and absent()
-        follow (tag or name): [(kind, id, name, cluster)], read-only. The leak audit (_audit.py) reads it."""
+        follow (tag or name): [(kind, id, name, cluster[, owner's mark])], read-only. The leak audit (_audit.py) reads
+        it; without the mark it reads the owner's part of the name (name_owner)."""
         raise NotImplementedError
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_ROLE
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_OWNER, TAG_ROLE
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -27,6 +27,54 @@ REGION_ENV = ('AWS_DEFAULT_REGION', 'AWS_REGION')
 
 # Tag value of nodes made by one batched call, before each gets its own name and index.
 PENDING_INDEX = 'pending'
+# What RunInstances makes besides the instances, tagged with the instances' tags at creation (libcloud's create_node
+# tags only the instances): a root volume or an interface that outlives its node still names its cluster.
+MADE_WITH_INSTANCES = ('volume', 'network-interface')
+
+
+def tags_on_what_instances_make(params):
+    """RunInstances query params with a TagSpecification for each of MADE_WITH_INSTANCES that has none, carrying the
+    instance's tags but its Name (the node's, not theirs); any other request's params unchanged."""
+    if params.get('Action') != 'RunInstances':
+        return params
+    specs = {}
+    for key, value in params.items():
+        if key.startswith('TagSpecification.'):
+            number, dummy, field = key[len('TagSpecification.'):].partition('.')
+            specs.setdefault(int(number), {})[field] = value
+    instance = [fields for fields in specs.values() if fields.get('ResourceType') == 'instance']
+    if not instance:
+        return params
+    tags = [(key, instance[0][field[:-len('Key')] + 'Value']) for field, key in instance[0].items()
+            if field.startswith('Tag.') and field.endswith('.Key') and key != 'Name']
+    params = dict(params)
+    number = max(specs)
+    for resource in MADE_WITH_INSTANCES:
+        if resource in [fields.get('ResourceType') for fields in specs.values()]:
+            continue
+        number += 1
+        params['TagSpecification.%d.ResourceType' % number] = resource
+        for m, (key, value) in enumerate(tags, 1):
+            params.update({'TagSpecification.%d.Tag.%d.Key' % (number, m): key,
+                           'TagSpecification.%d.Tag.%d.Value' % (number, m): value})
+    return params
+
+
+try:
+    from libcloud.compute.drivers.ec2 import EC2Connection, EC2NodeDriver
+except ImportError:  # _libcloud.HAS_LIBCLOUD tells the modules
+    TaggingEc2NodeDriver = None
+else:
+    class TaggingEc2Connection(EC2Connection):
+        """EC2's signed connection, with the tags of tags_on_what_instances_make (added before the signature)."""
+
+        def add_default_params(self, params):
+            return super().add_default_params(tags_on_what_instances_make(params))
+
+    class TaggingEc2NodeDriver(EC2NodeDriver):
+        """libcloud's EC2 driver, whose RunInstances also tags the volumes and network interfaces it makes."""
+
+        connectionCls = TaggingEc2Connection
 
 
 def list_images(driver, wanted):
@@ -103,13 +151,26 @@ def describe_key_pairs(driver, params=None):
     return pairs
 
 
+def goes_with_its_node(extra):
+    """Whether a volume or network interface (its extra, or an interface's attachment) is attached to an instance
+    that deletes it on termination: it is the node's, listed with it, gone with it (even while the instance shuts
+    down after a destroy)."""
+    return str((extra or {}).get('delete')).lower() == 'true'
+
+
 def in_vpc(group, vpc_id):
     """Whether a security group belongs to the profile's VPC (any group when the profile names none)."""
     return not vpc_id or group.extra.get('vpc_id') in (None, vpc_id)
 
 
+def owner_mark(name, tags):
+    """The owner's mark of a key pair or security group: its tfdist_owner tag, else the owner's part of its name."""
+    return tags.get(TAG_OWNER) or access_parts(name)[1]
+
+
 class Ec2Access(ClusterAccess):
-    """A key pair and a security group named tfdist-<cluster>, both tagged tfdist_cluster=<cluster>."""
+    """A key pair and a security group named tfdist-<cluster>-<owner's part>, both tagged tfdist_cluster=<cluster> and
+    tfdist_owner=<owner>. Those of another owner's cluster of the same name are left alone."""
 
     def _tag_filter(self):
         return {'tag:%s' % TAG_CLUSTER: self.cluster}
@@ -118,18 +179,22 @@ class Ec2Access(ClusterAccess):
         return self.driver.connection.request(self.driver.path, params=params).object
 
     def _key_pairs(self):
-        """Names of the cluster's key pairs: tagged with the cluster or named after it (imported untagged)."""
-        names = set()
+        """Names of this controller's key pairs of the cluster: tagged with the cluster or named after it (imported
+        untagged), and its own by their owner's mark."""
+        pairs = {}
         for params in ({'Filter.1.Name': 'tag:%s' % TAG_CLUSTER, 'Filter.1.Value.1': self.cluster},
-                       {'Filter.1.Name': 'key-name', 'Filter.1.Value.1': self.name}):
-            names.update(pair[0] for pair in describe_key_pairs(self.driver, params))
-        return sorted(names)
+                       {'Filter.1.Name': 'key-name', 'Filter.1.Value.1': self.name,
+                        'Filter.1.Value.2': self.unmarked_name}):
+            pairs.update((pair[0], pair) for pair in describe_key_pairs(self.driver, params))
+        return sorted(name for name, ident, tags in pairs.values() if self.owns(owner_mark(name, tags)))
 
     def _groups(self):
         found = dict((g.id, g) for g in self.driver.ex_get_security_groups(filters=self._tag_filter()))
-        for group in self.driver.ex_get_security_groups(filters={'group-name': self.name}):
-            found.setdefault(group.id, group)
-        return [g for g in found.values() if in_vpc(g, self.options.get('vpc_id'))]
+        for name in sorted(set((self.name, self.unmarked_name))):
+            for group in self.driver.ex_get_security_groups(filters={'group-name': name}):
+                found.setdefault(group.id, group)
+        return [g for g in found.values() if in_vpc(g, self.options.get('vpc_id'))
+                and self.owns(owner_mark(g.name, g.extra.get('tags') or {}))]
 
     def present(self, public_key, check_mode=False):
         if self.name not in self._key_pairs():
@@ -137,11 +202,13 @@ class Ec2Access(ClusterAccess):
             if not check_mode:
                 import base64
                 # ImportKeyPair with a tag specification: libcloud's import_key_pair_from_string tags nothing.
-                self._request({'Action': 'ImportKeyPair', 'KeyName': self.name,
-                               'PublicKeyMaterial': base64.b64encode(public_key.encode()).decode(),
-                               'TagSpecification.1.ResourceType': 'key-pair',
-                               'TagSpecification.1.Tag.1.Key': TAG_CLUSTER,
-                               'TagSpecification.1.Tag.1.Value': self.cluster})
+                params = {'Action': 'ImportKeyPair', 'KeyName': self.name,
+                          'PublicKeyMaterial': base64.b64encode(public_key.encode()).decode(),
+                          'TagSpecification.1.ResourceType': 'key-pair'}
+                tags = dict({TAG_CLUSTER: self.cluster}, **self.owner_tags())
+                for m, (key, value) in enumerate(sorted(tags.items()), 1):
+                    params.update({'TagSpecification.1.Tag.%d.Key' % m: key, 'TagSpecification.1.Tag.%d.Value' % m: value})
+                self._request(params)
         groups = [g for g in self._groups() if g.name == self.name]
         if groups:
             group = groups[0]
@@ -153,7 +220,8 @@ class Ec2Access(ClusterAccess):
             created = self.driver.ex_create_security_group(
                 self.name, 'tfdist cluster %s: SSH from the controller, TF and HDFS within' % self.cluster,
                 vpc_id=self.options.get('vpc_id'))
-            self.driver.ex_create_tags(SimpleNamespace(id=created['group_id']), {TAG_CLUSTER: self.cluster})
+            self.driver.ex_create_tags(SimpleNamespace(id=created['group_id']),
+                                       dict({TAG_CLUSTER: self.cluster}, **self.owner_tags()))
             group = self.driver.ex_get_security_groups(group_ids=[created['group_id']])[0]
         self._sync_rules(group, check_mode)
         return self.facts(group.id)
@@ -223,16 +291,25 @@ class Ec2Access(ClusterAccess):
 
     @staticmethod
     def found(driver, options):
-        """Every cluster's key pairs and security groups: tagged tfdist_cluster, or named tfdist-<cluster>."""
+        """Every cluster's key pairs and security groups: tagged tfdist_cluster, or named tfdist-<cluster>; and the
+        network interfaces tagged tfdist_cluster (at creation, tags_on_what_instances_make) that would outlive
+        their node."""
         found = []
+        for interface in driver.ex_list_network_interfaces():
+            cluster = (interface.extra.get('tags') or {}).get(TAG_CLUSTER)
+            if cluster and not goes_with_its_node(interface.extra.get('attachment')):
+                found.append(('network interface', interface.id, interface.name, cluster,
+                              interface.extra['tags'].get(TAG_OWNER)))
+        # With their owner's mark: tagged tfdist_owner, or named tfdist-<cluster>-<owner's part>.
         for name, ident, tags in describe_key_pairs(driver):
-            cluster = tags.get(TAG_CLUSTER) or access_cluster(name)
+            cluster = tags.get(TAG_CLUSTER) or access_parts(name)[0]
             if cluster:
-                found.append(('key pair', ident, name, cluster))
+                found.append(('key pair', ident, name, cluster, owner_mark(name, tags)))
         for group in driver.ex_get_security_groups():
-            cluster = (group.extra.get('tags') or {}).get(TAG_CLUSTER) or access_cluster(group.name)
+            tags = group.extra.get('tags') or {}
+            cluster = tags.get(TAG_CLUSTER) or access_parts(group.name)[0]
             if cluster and in_vpc(group, (options or {}).get('vpc_id')):
-                found.append(('security group', group.id, group.name, cluster))
+                found.append(('security group', group.id, group.name, cluster, owner_mark(group.name, tags)))
         return found
 
     @staticmethod
@@ -320,6 +397,7 @@ def size_facts(size):
 
 PROVIDER = CloudProvider(
     'ec2',
+    driver=TaggingEc2NodeDriver,
     credentials=CREDENTIALS,
     region_env=REGION_ENV,
     tag_arg='ex_metadata',

@@ -9,7 +9,7 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -25,14 +25,19 @@ CREDENTIALS = {
 
 
 class OpenStackAccess(ClusterAccess):
-    """A key pair and a security group named tfdist-<cluster> (OpenStack keeps no tags on either)."""
+    """A key pair and a security group named tfdist-<cluster>-<owner's part> (OpenStack keeps no tags on either)."""
+
+    def _names(self, present):
+        """The names of the cluster's key pair and group that are this controller's: its own, and on absent() the
+        unmarked one of a cluster made before owners were marked where that is this controller's too."""
+        return [self.name] if present or not self.owns(None) else [self.name, self.unmarked_name]
 
     def _group(self):
         groups = [g for g in self.driver.ex_list_security_groups() if g.name == self.name]
         return groups[0] if groups else None
 
-    def _key(self):
-        return [k for k in self.driver.list_key_pairs() if k.name == self.name]
+    def _key(self, present=True):
+        return [k for k in self.driver.list_key_pairs() if k.name in self._names(present)]
 
     def present(self, public_key, check_mode=False):
         if not self._key():
@@ -69,23 +74,35 @@ class OpenStackAccess(ClusterAccess):
         return self.facts(group.id)
 
     def absent(self, check_mode=False):
-        for key in self._key():
+        for key in self._key(present=False):
             self.changed('key pair %s' % key.name)
             if not check_mode:
                 self.driver.delete_key_pair(key)
-        group = self._group()
-        if group is not None:
+        for group in [g for g in self.driver.ex_list_security_groups() if g.name in self._names(present=False)]:
             self.changed('security group %s' % group.name)
             if not check_mode:
-                retry_while_in_use(lambda: self.driver.ex_delete_security_group(group),
+                retry_while_in_use(lambda group=group: self.driver.ex_delete_security_group(group),
                                    'security group %s' % group.name)
 
     @staticmethod
     def found(driver, options):
-        """Every cluster's key pairs and security groups, named tfdist-<cluster> (OpenStack tags neither)."""
-        found = [('key pair', key.name, key.name, access_cluster(key.name)) for key in driver.list_key_pairs()]
-        found += [('security group', str(group.id), group.name, access_cluster(group.name))
-                  for group in driver.ex_list_security_groups()]
+        """Every cluster's key pairs and security groups, named tfdist-<cluster>[-<owner's part>] (OpenStack tags
+        neither): the name says the cluster and the owner; the ports in such a group, and the floating IPs on them."""
+        groups = driver.ex_list_security_groups()
+        found = [('key pair', key.name, key.name) + access_parts(key.name) for key in driver.list_key_pairs()]
+        found += [('security group', str(group.id), group.name) + access_parts(group.name) for group in groups]
+        # The ports (network interfaces) of the cluster's nodes carry its group; a floating IP is the cluster's while it
+        # is on one of them (tfdist makes none: once its port is gone, nothing of the cluster is left on it).
+        cluster_of_group = dict((group.id, access_parts(group.name)) for group in groups if access_parts(group.name)[0])
+        cluster_of_port = {}
+        for port in driver.ex_list_ports():
+            clusters = [cluster_of_group[group] for group in port.extra.get('security_groups') or []
+                        if group in cluster_of_group]
+            if clusters:
+                cluster_of_port[port.id] = clusters[0]
+                found.append(('network interface', port.id, port.extra.get('name') or port.id) + clusters[0])
+        found += [('floating IP', ip.id, ip.ip_address) + cluster_of_port[ip.extra.get('port_id')]
+                  for ip in driver.ex_list_floating_ips() if ip.extra.get('port_id') in cluster_of_port]
         return [item for item in found if item[3]]
 
     @staticmethod

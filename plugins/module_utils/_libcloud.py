@@ -23,6 +23,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     NODE_NAME_RE,
     TAG_CLUSTER,
     TAG_INDEX,
+    TAG_OWNER,
     TAG_ROLE,
     TAG_SPOT,
     TASK_TYPES,
@@ -112,6 +113,18 @@ def _known_regions(cls):
         return set(list_regions())
     except Exception:  # an instance method, or one that needs the API
         return None
+
+
+def every_region(provider):
+    """What a sweep of every region of the provider looks in: {'regions': the regions libcloud knows without asking
+    the cloud (EC2's), sorted, or [] where one look already sees every region (GCE's zones: audit_args) or where the
+    regions cannot be listed; 'unchecked': why, in the latter case, else ''}."""
+    known = _known_regions(_driver_class(provider))
+    if known:
+        return {'regions': sorted(known), 'unchecked': ''}
+    if provider_of(provider).audit_args:
+        return {'regions': [], 'unchecked': ''}
+    return {'regions': [], 'unchecked': "other regions of %s: libcloud's driver cannot list them" % provider}
 
 
 def explain_error(provider, error):
@@ -367,6 +380,7 @@ def node_to_dict(node, address='public'):
         'size': _ref_id(node.size, extra, _SIZE_KEYS),
         'image': _ref_id(node.image, extra, _IMAGE_KEYS),
         'spot': resource_tags(node).get(TAG_SPOT) == 'true' or extra.get('instance_lifecycle') == 'spot',
+        'owner': resource_tags(node).get(TAG_OWNER),
         'extra': _json_safe(without_user_data(extra)),
     }
 

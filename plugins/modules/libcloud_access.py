@@ -11,13 +11,21 @@ description:
   - Creates, corrects or removes what decides who reaches the nodes of a cluster, with one policy on every cloud
     SSH comes in only from O(ssh_from); the cluster's O(internal_ports) (TF tasks, HDFS) only from the
     cluster's own nodes; nothing else comes in.
-  - V(ec2) a key pair and a security group named C(tfdist-{cluster}), both tagged C(tfdist_cluster={cluster});
-    the internal ports are opened to the group itself.
+  - Below, C(tfdist-{cluster}) is C(tfdist-{cluster}-{owner}) with O(owner), {owner} the first 6 characters of the
+    controller's id, so that two controllers' clusters of one name never share a key pair or a firewall.
+  - V(ec2) a key pair and a security group named C(tfdist-{cluster}), both tagged C(tfdist_cluster={cluster}) (and
+    C(tfdist_owner) with O(owner)); the internal ports are opened to the group itself.
   - V(openstack) a key pair and a security group named C(tfdist-{cluster}), internal ports opened to the group.
-  - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) on the network, aimed at the
-    network tag C(tfdist-{cluster}); the public key goes into each node's C(ssh-keys) metadata.
+  - V(gce) a VPC network C(tfdist-{cluster}) (custom subnet mode) with a subnet C(tfdist-{cluster}) in the zone's
+    region, removed with the cluster; or the network the options name, left alone, with a rule
+    C(tfdist-{cluster}-deny) (priority 1, every protocol from anywhere) right below tfdist's own (priority 0) so that
+    the network's other rules do not reach the nodes. Firewall rules C(tfdist-{cluster}-ssh) and
+    C(tfdist-{cluster}-internal) on it, aimed at the network tag C(tfdist-{cluster}) (the internal ports from that tag
+    only). The public key goes into each node's C(ssh-keys) metadata with C(block-project-ssh-keys); nodes get no
+    service account unless the options name one. The owner's mark is in the descriptions (GCE keeps no labels there).
   - V(azure_arm) a network security group C(tfdist-{cluster}) (tagged) that denies the rest of the virtual
     network, on a subnet C(tfdist-{cluster}) of its own; the public key goes in at node creation.
+  - With O(state=absent), only this controller's (O(owner)); another owner's key pair and firewall stay.
   - Rules found on the group that open more than this (an old controller address, a hand-made rule) are revoked.
   - Pass RV(access) to M(tfdist.cluster.libcloud_node) so that new nodes get the key and sit behind the firewall.
 version_added: 0.2.0
@@ -66,13 +74,29 @@ options:
     type: list
     elements: str
     default: []
+  owner:
+    description:
+      - The id of the controller that makes the cluster (the P(tfdist.cluster.controller_id#lookup) lookup), in the
+        names of the key pair and firewall, and on their C(tfdist_owner) tag where the cloud keeps tags.
+      - Unset, the names are C(tfdist-{cluster}) and nothing is marked (as before version 0.5.0).
+    type: str
+    version_added: 0.5.0
+  own_unmarked:
+    description:
+      - With O(owner) and O(state=absent), also remove the key pair and firewall the cluster got before version 0.5.0
+        (named C(tfdist-{cluster}), no owner's mark). Set it where this controller holds the cluster's inventory source.
+    type: bool
+    default: false
+    version_added: 0.5.0
   ssh_user:
     description: The login user that gets the key where the key is set per node (GCE, Azure).
     type: str
     default: root
   options:
     description:
-      - Cloud-specific placement. V(ec2) C(vpc_id), C(subnet_id). V(gce) C(network) (default V(default)).
+      - Cloud-specific placement. V(ec2) C(vpc_id), C(subnet_id). V(gce) C(network) and C(subnet) (a network of
+        yours; unset, the cluster gets its own), C(subnet_range) (of the subnet tfdist makes, default
+        V(10.42.0.0/20)), C(service_account) (the nodes' service account, scope C(cloud-platform); unset, none).
         V(azure_arm) C(resource_group), C(location) and C(network) (the virtual network), all required; the
         cluster's subnet C(tfdist-{cluster}) is the first /24 of the virtual network's address space that no subnet
         overlaps (kept on later runs), and the task fails naming C(network) when none is free.
@@ -115,6 +139,8 @@ access:
   description:
     - What M(tfdist.cluster.libcloud_node) needs to give new nodes the key and the firewall (its O(tfdist.cluster.libcloud_node#module:access) option).
     - Empty with O(state=absent).
+    - On V(gce) also C(network) and C(subnet), the links of the network and subnet the nodes go on (C(subnet) null
+      on a network of the user's without one).
   returned: always
   type: dict
   sample:
@@ -161,6 +187,8 @@ ARGUMENT_SPEC = dict(
     public_ports=dict(type='list', elements='str', default=[]),
     ssh_user=dict(type='str', default='root'),
     options=dict(type='dict', default={}),
+    owner=dict(type='str'),
+    own_unmarked=dict(type='bool', default=False),
 )
 REQUIRED_IF = [('state', 'present', ['public_key'])]
 
@@ -175,7 +203,8 @@ def run_module(module):
             raise TfdistCloudError('ssh_from: give at least one CIDR allowed to reach SSH (the controller\'s address)')
         driver = get_driver(params['provider'], params['region'], params['credentials'], params['driver_options'])
         access = access_for(driver, params['cluster'], params['ssh_from'], params['internal_ports'],
-                            params['ssh_user'], params['options'], params['public_ports'])
+                            params['ssh_user'], params['options'], params['public_ports'], owner=params['owner'],
+                            own_unmarked=params['own_unmarked'])
         if params['state'] == 'present':
             facts = access.present(params['public_key'].strip(), module.check_mode)
         else:

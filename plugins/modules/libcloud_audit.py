@@ -17,8 +17,12 @@ description:
     helper machine tagged by hand. Terminated nodes are left out.
   - Volumes tagged with a cluster, or named after a node of one (C({cluster}-{role}-{index}), as the boot disks of
     V(gce) and V(azure_arm) are), on drivers that list volumes. V(gce) nodes and disks are looked for in every zone.
-  - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}).
-  - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither).
+    On V(ec2) a volume that its node deletes on termination is the node's, not listed apart.
+  - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}), and network interfaces
+    tagged C(tfdist_cluster) that would outlive their node (tfdist tags a node's volumes and interfaces at creation
+    with the node's tags).
+  - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither), the ports (network
+    interfaces) in such a group, and the floating IPs on those ports.
   - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) (firewalls carry no labels).
   - V(azure_arm) network security groups tagged or named C(tfdist-{cluster}) in the resource group C(resource_group) of O(options),
     subnets C(tfdist-{cluster}) of its virtual network C(network), and network interfaces on such a subnet or named
@@ -28,8 +32,12 @@ description:
     which Azure bills as if they ran, are named in RV(report); those of this controller's clusters (O(known_clusters),
     or O(clusters) without it) are deallocated (RV(deallocated)), the one change the audit makes. Their disks stay,
     and are billed until destroy.
-  - With O(known_clusters), a cluster that is not in it is an orphan (RV(orphans)), for example what an interrupted
-    run or another controller left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
+  - With O(owner), each resource is this controller's or another's by its owner's mark (its C(tfdist_owner) tag, or
+    the last part of its name, C(tfdist-{cluster}-{owner})). Another controller's clusters are listed as such
+    (RV(resources[].standing)), never as orphans. A resource without a mark (made before version 0.5.0) is this
+    controller's only where its cluster is in O(known_clusters) or in O(own_unmarked).
+  - With O(known_clusters), a cluster of this controller that is not in it is an orphan (RV(orphans)), for example
+    what an interrupted run left. Remove orphans with C(playbooks/audit.yml -e remove_orphans=true), which
     removes them as C(playbooks/destroy.yml) does.
   - Without O(clusters), also the images tfdist baked (M(tfdist.cluster.libcloud_image), tagged C(tfdist_image)) on
     V(ec2), V(gce) and V(docker), as RV(images). They belong to no cluster - they are the user's, kept, never among
@@ -61,6 +69,24 @@ options:
       - When not set, no cluster is called an orphan (RV(orphans) is empty, RV(resources[].orphan) null).
     type: list
     elements: str
+  owner:
+    description:
+      - The id of this controller (the P(tfdist.cluster.controller_id#lookup) lookup).
+      - Unset, every resource found counts as this controller's (as before version 0.5.0).
+    type: str
+    version_added: 0.5.0
+  own_unmarked:
+    description:
+      - Clusters whose resources without an owner's mark are this controller's even without an inventory source here
+        (the user names them as theirs).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
+  cloud:
+    description: The cloud's name in RV(untouched) (the cloud profile, for example V(aws)); default O(provider).
+    type: str
+    version_added: 0.5.0
   options:
     description:
       - Cloud-specific placement, as for M(tfdist.cluster.libcloud_access). V(ec2) C(vpc_id) (only security groups
@@ -103,8 +129,8 @@ resources:
   contains:
     kind:
       description:
-        - V(node), V(volume), V(network interface), V(network), V(key pair), V(security group), V(firewall rule), V(network security group)
-          or V(subnet).
+        - V(node), V(volume), V(network interface), V(floating IP), V(network), V(key pair), V(security group), V(firewall rule),
+          V(network security group) or V(subnet).
       type: str
       sample: security group
     id:
@@ -124,9 +150,22 @@ resources:
       type: str
       sample: security group tfdist-demo (sg-0123456789abcdef0)
     orphan:
-      description: Whether its cluster has no inventory source here; null without O(known_clusters).
+      description: Whether it is this controller's and its cluster has no inventory source here; null without O(known_clusters).
       type: bool
       sample: true
+    owner:
+      description: Its owner's mark (a controller's id, or the part of one in its name); null without one.
+      type: str
+      sample: 1f3a2b
+      version_added: 0.5.0
+    standing:
+      description:
+        - Whose it is. V(mine) (this controller's, with an inventory source here or without O(known_clusters)),
+          V(orphan) (this controller's, no inventory source here), V(unmarked) (no owner's mark and no inventory
+          source here, whose is unknown) or V(another owner).
+      type: str
+      sample: another owner
+      version_added: 0.5.0
 clusters:
   description: The clusters found, sorted.
   returned: always
@@ -134,11 +173,20 @@ clusters:
   elements: str
   sample: [demo, old]
 orphans:
-  description: The clusters found that are not in O(known_clusters), sorted.
+  description: The clusters with resources of this controller that are not in O(known_clusters), sorted.
   returned: always
   type: list
   elements: str
   sample: [old]
+untouched:
+  description:
+    - What destroy and C(remove_orphans) leave alone, one line per cluster and owner - another controller's
+      clusters, and resources without an owner's mark that are not this controller's.
+  returned: always
+  type: list
+  elements: str
+  sample: ["cluster demo on aws belongs to another controller (owner 1f3a2b...): not touched"]
+  version_added: 0.5.0
 images:
   description: The images tfdist baked, kept as the user's; listed only without O(clusters), sorted by name.
   returned: always
@@ -175,7 +223,9 @@ images:
       type: str
       sample: image tfdist-aws-20261128-120000 (ami-0123456789abcdef0)
 report:
-  description: One line per cluster naming its resources (orphans say so), then one line naming the baked images kept.
+  description:
+    - One line per cluster (and per owner of a name several controllers use) naming its resources (orphans and other
+      owners' clusters say so), then one line naming the baked images kept.
   returned: always
   type: list
   elements: str
@@ -201,7 +251,17 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._audit import baked_images, find, images_report, orphans, report, to_dict
+from ansible_collections.tfdist.cluster.plugins.module_utils._audit import (
+    MINE,
+    baked_images,
+    find,
+    images_report,
+    orphans,
+    report,
+    standing,
+    to_dict,
+    untouched,
+)
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
@@ -218,6 +278,9 @@ ARGUMENT_SPEC = dict(
     connection_argument_spec(),
     clusters=dict(type='list', elements='str', default=[]),
     known_clusters=dict(type='list', elements='str'),
+    owner=dict(type='str'),
+    own_unmarked=dict(type='list', elements='str', default=[]),
+    cloud=dict(type='str'),
     options=dict(type='dict', default={}),
 )
 
@@ -242,21 +305,23 @@ def run_module(module):
         # Images belong to no cluster: only an audit of every cluster looks for them.
         images, images_unchecked = baked_images(driver) if not params['clusters'] else ([], [])
         # Azure bills a VM powered off from inside until it is deallocated: the audit releases this controller's own.
-        own = params['known_clusters'] if params['known_clusters'] is not None else params['clusters']
-        mine = set(r.id for r in found if r.kind == 'node' and r.cluster in own)
-        billed, released = release_own_stopped(driver, params['clusters'], mine, module.check_mode)
+        own = set(r.id for r in found if r.kind == 'node' and standing(
+            r, params['owner'], params['known_clusters'] if params['known_clusters'] is not None else params['clusters'],
+            params['own_unmarked']) == MINE)
+        billed, released = release_own_stopped(driver, params['clusters'], own, module.check_mode)
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
         module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
-    known = params['known_clusters']
+    known, owner, named = params['known_clusters'], params['owner'], params['own_unmarked']
     module.exit_json(
         changed=bool(released),
-        resources=[to_dict(r, known) for r in found],
+        resources=[to_dict(r, known, owner, named) for r in found],
         clusters=sorted(set(r.cluster for r in found)),
-        orphans=orphans(found, known) if known is not None else [],
+        orphans=orphans(found, known, owner, named) if known is not None else [],
+        untouched=untouched(found, params['cloud'] or params['provider'], owner, known, named),
         images=images,
-        report=report(found, known) + images_report(images) + stopped_report(billed, released, module.check_mode),
+        report=report(found, known, owner, named) + images_report(images) + stopped_report(billed, released, module.check_mode),
         deallocated=[node.name for node in released],
         unchecked=unchecked + images_unchecked,
     )

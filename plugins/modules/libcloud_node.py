@@ -147,6 +147,21 @@ options:
         tag and C(ssh-keys) metadata, Azure SSH key and subnet).
     type: dict
     default: {}
+  owner:
+    version_added: 0.5.0
+    description:
+      - The id of the controller that makes the cluster (the P(tfdist.cluster.controller_id#lookup) lookup). New nodes
+        are tagged C(tfdist_owner) with it, and only nodes tagged with it are the cluster's; the nodes of another
+        controller's cluster of the same name are neither counted nor removed.
+      - Unset, every node of the cluster is, tagged or not (as before version 0.5.0).
+    type: str
+  own_unmarked:
+    version_added: 0.5.0
+    description:
+      - With O(owner), whether nodes of the cluster without a C(tfdist_owner) tag (made before version 0.5.0) are this
+        controller's too. Set it where this controller holds the cluster's inventory source.
+    type: bool
+    default: false
   user_data:
     version_added: 0.5.0
     description:
@@ -445,6 +460,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+    TAG_OWNER,
     TAG_SPOT,
     TASK_TYPES,
     ClusterError,
@@ -471,10 +487,12 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_kwargs,
     node_to_dict,
     release_stopped,
+    resource_tags,
     spot_create_kwargs,
     tag_create_kwargs,
     user_data_kwargs,
 )
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import is_own
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
 
 WAIT_PERIOD = 3
@@ -671,6 +689,8 @@ class ClusterNodes:
             for index in plan[role]['create']:
                 name = node_name(self.cluster, role, index)
                 tags = node_tags(self.cluster, role, index)
+                if self.params['owner']:
+                    tags[TAG_OWNER] = self.params['owner']
                 if role in (spot or {}):
                     tags[TAG_SPOT] = 'true'
                 request = dict(base_args, name=name, **tag_create_kwargs(self.driver, tags, base_args))
@@ -751,7 +771,9 @@ class ClusterNodes:
         # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
         present = params['state'] == 'present'
         spot = spot_roles(self.driver, params['roles']) if present else {}
-        current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated']
+        # Another controller's nodes of a cluster of the same name are not this cluster's (_owner.py).
+        current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated'
+                   and is_own(resource_tags(pair[0]).get(TAG_OWNER), self.params['owner'], self.params['own_unmarked'])]
         plan = make_plan(current, params['roles'], params['state'])
         # Sizes are listed once when the cluster has nodes, for the sizes to create and for the plan's prices.
         sizes = self.driver.list_sizes() if present and any(spec['count'] > 0 for spec in params['roles']) else None
@@ -861,6 +883,8 @@ ARGUMENT_SPEC = dict(
     wait_for_port=dict(type='int'),
     address=dict(type='str', default='public', choices=['public', 'private']),
     access=dict(type='dict', default={}),
+    owner=dict(type='str'),
+    own_unmarked=dict(type='bool', default=False),
     user_data=dict(type='dict', options=dict(
         user=dict(type='str', required=True),
         public_key=dict(type='str', required=True, no_log=False),

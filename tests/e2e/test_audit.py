@@ -3,11 +3,16 @@
 On cloud=aws against the EC2 emulator (tests/emulators), and on cloud=docker against the real engine. Orphans are
 made behind tfdist's back (boto3, the docker driver): tagged like a cluster's, with no inventory source here. Every
 run names its own clusters (audit_clusters=...), so the audit touches nothing of other tests or other clusters.
+
+Whose a cluster is: a second controller is the same playbooks with another tfdist home (TFDIST_HOME: its own
+controller id, keys and inventory sources, named with -i), against the same account.
 """
 
+import json
+import os
 import uuid
 
-from ansible_cli import remove_artifacts, run_playbook, tail
+from ansible_cli import REPO, remove_artifacts, run_inventory, run_playbook, start_playbook, tail
 from docker_engine import cluster_containers
 from emulators.ec2 import LIVE_STATES, instances_of
 
@@ -106,3 +111,130 @@ def test_a_static_cloud_has_nothing_to_audit():
     result = run_playbook("playbooks/audit.yml", "cloud=local")
     assert result.returncode == 0, tail(result)
     assert "nothing of it is in a cloud to audit" in result.stdout
+
+
+def owner_of(home):
+    """The first 6 characters of a controller's id, as names and messages carry them."""
+    with open(os.path.join(home, ".cache", "controller-id"), encoding="ascii") as handle:
+        return handle.read().strip()[:6]
+
+
+class Controller:
+    """The playbooks run from one tfdist home against the EC2 emulator: this checkout's, or another's."""
+
+    def __init__(self, aws, home=REPO, ssh_from="127.0.0.1/32"):
+        self.aws, self.home, self.ssh_from = aws, str(home), ssh_from
+        self.env = dict(aws.env, TFDIST_HOME=self.home)
+        inventory = os.path.join(self.home, "inventories", "clusters")
+        os.makedirs(inventory, exist_ok=True)
+        self.args = ("-i", inventory)
+
+    def run(self, playbook, cluster, *extra):
+        return run_playbook(playbook, "cloud=aws", f"cluster_name={cluster}", *extra, env=self.env, args=self.args)
+
+    def provision(self, cluster, *extra):
+        return self.run("playbooks/provision.yml", cluster, "tf_workers=1", "tf_ps=0", "tf_strategy=multi_worker_mirrored",
+                        f"tf_ssh_from={self.ssh_from}", f"aws_image={self.aws.image_id}", "provision_wait=false", *extra)
+
+    def start_provision(self, cluster):
+        return start_playbook("playbooks/provision.yml", "cloud=aws", f"cluster_name={cluster}", "tf_workers=1",
+                              "tf_ps=0", "tf_strategy=multi_worker_mirrored", f"tf_ssh_from={self.ssh_from}",
+                              f"aws_image={self.aws.image_id}", "provision_wait=false", env=self.env, args=self.args)
+
+    def inventory_ids(self, cluster):
+        """The instance ids of the cluster's hosts, as this controller's inventory shows them."""
+        listed = json.loads(run_inventory("--list", *self.args, env=self.env, check=True).stdout)
+        hosts = listed.get("tfdist_" + cluster, {}).get("hosts", [])
+        ids = [listed["_meta"]["hostvars"][host]["libcloud_id"] for host in hosts]
+        # Values from the cloud are unsafe (never templated): the JSON wraps them.
+        return sorted(i["__ansible_unsafe"] if isinstance(i, dict) else i for i in ids)
+
+
+def owned(ec2, cluster):
+    """{owner's id: {'instances': [ids], 'groups': {name: [SSH CIDRs]}, 'keys': [names]}} of a cluster's resources."""
+    found = {}
+    for instance in instances_of(ec2, cluster, LIVE_STATES):
+        found.setdefault(instance["tags"].get("tfdist_owner"), {}).setdefault("instances", []).append(instance["InstanceId"])
+    for group in ec2.describe_security_groups(Filters=[{"Name": "tag:tfdist_cluster", "Values": [cluster]}])["SecurityGroups"]:
+        owner = {t["Key"]: t["Value"] for t in group.get("Tags", [])}.get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("groups", {})[group["GroupName"]] = sorted(
+            ip["CidrIp"] for rule in group["IpPermissions"] if rule["FromPort"] == 22 for ip in rule["IpRanges"])
+    for key in ec2.describe_key_pairs(Filters=[{"Name": "tag:tfdist_cluster", "Values": [cluster]}])["KeyPairs"]:
+        owner = {t["Key"]: t["Value"] for t in key.get("Tags", [])}.get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("keys", []).append(key["KeyName"])
+    return found
+
+
+def test_two_controllers_deploy_one_cluster_name_and_each_destroys_only_its_own(ec2_emulator, tmp_path):
+    ec2 = ec2_emulator.boto3_client()
+    cluster = f"w{uuid.uuid4().hex[:8]}"
+    mine, theirs = Controller(ec2_emulator), Controller(ec2_emulator, tmp_path / "colleague", ssh_from="127.0.0.2/32")
+    try:
+        for controller in (mine, theirs):
+            made = controller.provision(cluster)
+            assert made.returncode == 0, tail(made)
+        a, b = owner_of(mine.home), owner_of(theirs.home)
+        assert a != b
+
+        # Two clusters of one name side by side: each its own nodes, key pair and group (named after its owner),
+        # and neither deploy revoked the other's SSH address.
+        by_owner = {owner[:6]: items for owner, items in owned(ec2, cluster).items()}
+        assert sorted(by_owner) == sorted([a, b])
+        assert by_owner[a]["groups"] == {f"tfdist-{cluster}-{a}": ["127.0.0.1/32"]}
+        assert by_owner[b]["groups"] == {f"tfdist-{cluster}-{b}": ["127.0.0.2/32"]}
+        assert by_owner[a]["keys"] == [f"tfdist-{cluster}-{a}"] and by_owner[b]["keys"] == [f"tfdist-{cluster}-{b}"]
+        assert len(by_owner[a]["instances"]) == len(by_owner[b]["instances"]) == 2
+        # Each controller's inventory holds its own nodes only.
+        assert mine.inventory_ids(cluster) == sorted(by_owner[a]["instances"])
+        assert theirs.inventory_ids(cluster) == sorted(by_owner[b]["instances"])
+
+        listed = mine.run("playbooks/audit.yml", cluster, f"audit_clusters={cluster}", "remove_orphans=true")
+        assert listed.returncode == 0, tail(listed)
+        text = " ".join(listed.stdout.split()).replace("''", "'")  # YAML output doubles a quote in a quoted line
+        assert f"{cluster} (inventory source on this controller): node {cluster}-chief-0" in text, tail(listed)
+        assert f"{cluster} (another controller's: owner {b}...): node {cluster}-chief-0" in text
+        assert f"security group tfdist-{cluster}-{b}" in text
+        assert f"cluster {cluster} on aws belongs to another controller (owner {b}...): not touched" in text
+        assert "ORPHAN" not in text
+
+        destroyed = mine.run("playbooks/destroy.yml", cluster)
+        assert destroyed.returncode == 0, tail(destroyed)
+        assert (f"cluster {cluster} on aws belongs to another controller (owner {b}...): not touched"
+                in " ".join(destroyed.stdout.split())), tail(destroyed)
+        left = {owner[:6]: items for owner, items in owned(ec2, cluster).items()}
+        assert left == {b: by_owner[b]}  # the colleague's cluster as it was
+
+        destroyed = theirs.run("playbooks/destroy.yml", cluster)
+        assert destroyed.returncode == 0, tail(destroyed)
+        assert owned(ec2, cluster) == {}
+    finally:
+        for controller in (mine, theirs):
+            controller.run("playbooks/destroy.yml", cluster)
+        remove_artifacts(cluster)
+
+
+def test_a_second_deploy_of_a_cluster_on_one_controller_is_refused_naming_the_first_and_makes_no_duplicates(
+        ec2_emulator):
+    ec2 = ec2_emulator.boto3_client()
+    cluster = f"r{uuid.uuid4().hex[:8]}"
+    controller = Controller(ec2_emulator)
+    runs = [controller.start_provision(cluster) for _ in range(2)]
+    try:
+        outputs = [run.communicate(timeout=600)[0] for run in runs]
+        codes = [run.returncode for run in runs]
+        assert sorted(code == 0 for code in codes) == [False, True], outputs
+        winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
+        refused = " ".join(outputs[loser].split())
+        assert f"cluster {cluster}: another run on this controller deploys or destroys it (pid {runs[winner].pid}: " \
+            in refused, outputs[loser]
+        assert "playbooks/provision.yml" in refused.split(f"(pid {runs[winner].pid}: ", 1)[1]
+
+        names = sorted(i["tags"]["Name"] for i in instances_of(ec2, cluster, LIVE_STATES))
+        assert names == [f"{cluster}-chief-0", f"{cluster}-worker-0"]
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        controller.run("playbooks/destroy.yml", cluster)
+        remove_artifacts(cluster)

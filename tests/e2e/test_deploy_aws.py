@@ -19,6 +19,13 @@ pytestmark = pytest.mark.usefixtures("ec2_emulator")
 
 INVENTORY_DIR = os.path.join(REPO, "inventories", "clusters")
 KEY_DIR = os.path.join(REPO, ".cache", "keys")
+CONTROLLER_ID = os.path.join(REPO, ".cache", "controller-id")
+
+
+def access_name(cluster):
+    """The name of a cluster's key pair and security group: tfdist-<cluster>-<this controller's id, 6 characters>."""
+    with open(CONTROLLER_ID, encoding="ascii") as handle:
+        return f"tfdist-{cluster}-{handle.read().strip()[:6]}"
 
 
 def tag(item, key):
@@ -86,8 +93,8 @@ def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_
     for instance in instances:
         role, index = tag(instance, "tfdist_role"), tag(instance, "tfdist_index")
         assert tag(instance, "Name") == f"{aws_cluster}-{role}-{index}"
-        assert instance["KeyName"] == f"tfdist-{aws_cluster}"
-        assert [g["GroupName"] for g in instance["SecurityGroups"]] == [f"tfdist-{aws_cluster}"]
+        assert instance["KeyName"] == access_name(aws_cluster)
+        assert [g["GroupName"] for g in instance["SecurityGroups"]] == [access_name(aws_cluster)]
     sizes = {tag(i, "tfdist_role"): i["InstanceType"] for i in instances}
     assert sizes == {"chief": "m5.xlarge", "worker": "g4dn.xlarge", "ps": "m5.large"}
 
@@ -105,7 +112,7 @@ def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_
 
     # One key pair per cluster, its private half only on the controller, mode 0600.
     [key] = cloud.keys(aws_cluster)
-    assert key["KeyName"] == f"tfdist-{aws_cluster}"
+    assert key["KeyName"] == access_name(aws_cluster)
     private = os.path.join(KEY_DIR, aws_cluster)
     assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
     # No credentials in what was written.
@@ -148,14 +155,17 @@ def test_tensorboard_opens_its_port_to_the_controller_only(aws, cloud, aws_clust
 
 
 def test_an_interrupted_batch_converges_without_duplicates(aws, cloud, aws_cluster):
-    # What a deploy killed right after RunInstances leaves: nodes of the cluster not yet numbered.
+    from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id
+
+    # What a deploy of this controller killed right after RunInstances leaves: nodes of the cluster not yet numbered.
     cloud.ec2.run_instances(ImageId=aws.image_id, InstanceType="g4dn.xlarge", MinCount=2, MaxCount=2,
                             TagSpecifications=[{"ResourceType": "instance", "Tags": [
                                 {"Key": "tfdist_cluster", "Value": aws_cluster}, {"Key": "tfdist_role", "Value": "worker"},
                                 {"Key": "tfdist_index", "Value": "pending"},
+                                {"Key": "tfdist_owner", "Value": controller_id(CONTROLLER_ID)},
                                 {"Key": "Name", "Value": f"{aws_cluster}-worker-pending"}]}])
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=2")
-    # Without the key of that run this controller cannot tell them from another one's cluster: it refuses...
+    # Without the key of that run this controller cannot reach them: it refuses...
     assert result.returncode != 0
     assert f"cluster_name: 2 node(s) of a cluster named '{aws_cluster}' already run on aws" in result.stdout
     assert len(cloud.instances(aws_cluster)) == 2  # ...and changes nothing.

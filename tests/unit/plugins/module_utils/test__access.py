@@ -5,7 +5,7 @@ and _cloud_ec2.py), reached through _libcloud.access_for and node_kwargs as the 
 No emulator runs OpenStack, GCE or Azure here, so these tests drive _access through libcloud drivers made
 with create_autospec from the real driver classes: a call with a signature the real driver does not have
 fails. Where the driver's own code can run, it does, over a fake REST endpoint that keeps state the way
-the cloud does (OpenStack's neutron and nova, GCE's firewalls); where _access speaks the cloud's REST API
+the cloud does (OpenStack's neutron and nova); where _access speaks the cloud's REST API
 itself (Azure ARM, EC2 key pairs), the fake is that endpoint. The assertions read the cloud's state: what
 reaches the nodes, from where, and which key they get.
 """
@@ -22,12 +22,10 @@ from unittest.mock import create_autospec
 import pytest
 
 from libcloud.common.exceptions import BaseHTTPError
-from libcloud.common.google import ResourceExistsError, ResourceNotFoundError
 from libcloud.compute.base import KeyPair, NodeAuthSSHKey
 from libcloud.compute.drivers.azure_arm import AzureNodeDriver
 from libcloud.compute.drivers.ec2 import NAMESPACE as EC2_NAMESPACE
 from libcloud.compute.drivers.ec2 import EC2Connection, EC2NodeDriver, EC2SecurityGroup
-from libcloud.compute.drivers.gce import GCEConnection, GCEFirewall, GCENetwork, GCENodeDriver
 from libcloud.compute.drivers.openstack import (
     OpenStack_2_Connection,
     OpenStack_2_NetworkConnection,
@@ -39,10 +37,9 @@ from libcloud.compute.drivers.openstack import (
 from ansible_collections.tfdist.cluster.plugins.module_utils import _access
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import AzureAccess
-from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import GceAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_openstack import OpenStackAccess
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import TfdistCloudError, access_for, node_kwargs
-from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import AzureCloud, response, run_real, sent
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import AzureCloud, FakeGce, response, run_real, sent
 
 CLUSTER = "demo"
 NAME = "tfdist-demo"
@@ -298,7 +295,7 @@ def test_openstack_audit_finds_every_clusters_key_pair_and_group_by_name(opensta
     openstack_access(openstack, cluster="other").present(PUBKEY)
     openstack.add_group("default")
 
-    found = sorted((kind, name, cluster) for kind, ident, name, cluster
+    found = sorted((kind, name, cluster) for kind, ident, name, cluster, owner
                    in OpenStackAccess.found(openstack.driver, {}))
 
     assert found == [("key pair", NAME, CLUSTER), ("key pair", "tfdist-other", "other"),
@@ -337,216 +334,12 @@ def test_openstack_node_kwargs_name_a_group_that_is_gone(openstack):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# GCE: firewall rules behind GCENodeDriver's own code.
-
-
-class GceCloud:
-    """GCE's /global/firewalls, keeping state; the driver's firewall methods run libcloud's code."""
-
-    PROJECT = "tfdist-test"
-
-    def __init__(self, networks=("default", "tfdist-net")):
-        self.firewalls = {}  # name -> firewall JSON as GCE keeps it
-        self.networks = set(networks)
-        self._ids = itertools.count(1)
-        driver = create_autospec(GCENodeDriver, instance=True)
-        driver.type = "gce"
-        driver.connection = create_autospec(GCEConnection, instance=True)
-        driver.connection.request.side_effect = self._request
-        driver.connection.async_request.side_effect = self._request
-        driver.ex_get_network.side_effect = self._network
-        run_real(driver, GCENodeDriver, "ex_list_firewalls", "ex_get_firewall", "ex_create_firewall",
-                 "ex_update_firewall", "ex_destroy_firewall", "_to_firewall", "_get_components_from_path")
-        self.driver = driver
-
-    def link(self, kind, name):
-        return "https://www.googleapis.com/compute/v1/projects/%s/global/%s/%s" % (self.PROJECT, kind, name)
-
-    def _network(self, name):
-        if name not in self.networks:
-            raise ResourceNotFoundError("network %s was not found" % name, 404, "notFound")
-        return GCENetwork(next(self._ids), name, None, self.driver,
-                          extra={"selfLink": self.link("networks", name), "mode": "auto", "subnetworks": []})
-
-    def _request(self, action, params=None, data=None, headers=None, method="GET", context=None):
-        name = action.rsplit("/", 1)[1]
-        if (method, action) == ("GET", "/global/firewalls"):
-            items = copy.deepcopy(list(self.firewalls.values()))
-            return response({"items": items} if items else {})  # GCE leaves `items` out of an empty list
-        if method == "POST" and action == "/global/firewalls":
-            body = sent(data)
-            if body["name"] in self.firewalls:
-                raise ResourceExistsError("firewall %s already exists" % body["name"], 409, "alreadyExists")
-            self._store(body, "fw-%d" % next(self._ids))
-            return response({"status": "DONE"})
-        if name not in self.firewalls:
-            raise ResourceNotFoundError("firewall %s was not found" % name, 404, "notFound")
-        if method == "GET":
-            return response(copy.deepcopy(self.firewalls[name]))
-        if method == "PUT":  # a PUT replaces the whole firewall: what it leaves out is gone
-            self._store(sent(data), self.firewalls[name]["id"])
-            return response({"status": "DONE"})
-        if method == "DELETE":
-            del self.firewalls[name]
-            return response({"status": "DONE"})
-        raise AssertionError("unexpected GCE call %s %s" % (method, action))
-
-    def _store(self, body, fw_id):
-        assert body["network"] in [self.link("networks", n) for n in self.networks], body["network"]
-        firewall = dict((k, v) for k, v in body.items() if v is not None)
-        firewall.update(id=fw_id, kind="compute#firewall", selfLink=self.link("firewalls", body["name"]))
-        firewall.setdefault("direction", "INGRESS")
-        firewall.setdefault("priority", 1000)
-        self.firewalls[body["name"]] = firewall
-
-    def add(self, name, ports, network="default", **fields):
-        self._store(dict(name=name, network=self.link("networks", network),
-                         allowed=[{"IPProtocol": "tcp", "ports": list(ports)}], **fields), "fw-%d" % next(self._ids))
+# GCE: its network, subnet and firewall rules are tested in test__cloud_gce_access.py; here, the cross-cloud checks.
 
 
 @pytest.fixture
 def gce():
-    return GceCloud()
-
-
-def gce_access(cloud, ssh=(CONTROLLER,), ports=INTERNAL, public=(), options=None):
-    return access_for(cloud.driver, CLUSTER, list(ssh), list(ports), "ubuntu",
-                      {"network": "tfdist-net"} if options is None else options, list(public))
-
-
-def test_gce_present_lets_ssh_in_from_the_controller_and_internal_ports_from_cluster_nodes_only(gce):
-    access = gce_access(gce, public=["6006"])
-
-    facts = access.present(PUBKEY)
-
-    ssh, internal = gce.firewalls[NAME + "-ssh"], gce.firewalls[NAME + "-internal"]
-    assert ssh["allowed"] == [{"IPProtocol": "tcp", "ports": ["22", "6006"]}]
-    assert ssh["sourceRanges"] == [CONTROLLER] and "sourceTags" not in ssh
-    assert ssh["targetTags"] == [NAME]
-    # Only members of the cluster (the network tag) reach the internal ports, and only theirs.
-    assert internal["allowed"] == [{"IPProtocol": "tcp", "ports": ["2222-2229", "8020"]}]
-    assert internal["sourceTags"] == [NAME] and internal["targetTags"] == [NAME]
-    assert "sourceRanges" not in internal
-    assert ssh["network"] == internal["network"] == gce.link("networks", "tfdist-net")
-    assert sorted(access.changes) == ["firewall %s-internal" % NAME, "firewall %s-ssh" % NAME]
-    assert (facts["cloud"], facts["firewall_id"], facts["public_key"]) == ("gce", NAME, PUBKEY)
-    calls = dict((c.args[0], c.kwargs) for c in gce.driver.ex_create_firewall.call_args_list)
-    assert calls[NAME + "-internal"]["source_tags"] == calls[NAME + "-internal"]["target_tags"] == [NAME]
-    assert calls[NAME + "-internal"]["source_ranges"] is None
-    assert calls[NAME + "-ssh"]["source_ranges"] == [CONTROLLER]
-    assert {c["network"] for c in calls.values()} == {"tfdist-net"}
-
-
-def test_gce_network_defaults_to_default(gce):
-    gce_access(gce, options={}).present(PUBKEY)
-
-    assert {fw["network"] for fw in gce.firewalls.values()} == {gce.link("networks", "default")}
-
-
-def test_gce_second_present_changes_nothing(gce):
-    gce_access(gce).present(PUBKEY)
-    before = copy.deepcopy(gce.firewalls)
-
-    access = gce_access(gce)
-    access.present(PUBKEY)
-
-    assert access.changes == []
-    assert gce.firewalls == before
-    gce.driver.ex_update_firewall.assert_not_called()
-
-
-def test_gce_new_controller_address_replaces_the_old_one_in_the_ssh_rule(gce):
-    gce_access(gce).present(PUBKEY)
-    internal = copy.deepcopy(gce.firewalls[NAME + "-internal"])
-
-    access = gce_access(gce, ssh=[NEW_CONTROLLER])
-    access.present(PUBKEY)
-
-    assert access.changes == ["firewall %s-ssh rules" % NAME]
-    [call] = gce.driver.ex_update_firewall.call_args_list
-    assert isinstance(call.args[0], GCEFirewall) and call.args[0].source_ranges == [NEW_CONTROLLER]
-    assert gce.firewalls[NAME + "-ssh"]["sourceRanges"] == [NEW_CONTROLLER]
-    assert gce.firewalls[NAME + "-internal"] == internal
-
-
-def test_gce_hand_widened_rules_are_narrowed_back(gce):
-    gce.add(NAME + "-ssh", ["22", "3389"], network="tfdist-net", sourceRanges=[CONTROLLER, "0.0.0.0/0"],
-            targetTags=[NAME])
-    gce.add(NAME + "-internal", ["1-65535"], network="tfdist-net", sourceRanges=["10.0.0.0/8"], sourceTags=[NAME],
-            targetTags=[NAME])
-    gce.add("default-allow-ssh", ["22"], sourceRanges=["0.0.0.0/0"])  # not the cluster's: left alone
-
-    access = gce_access(gce)
-    access.present(PUBKEY)
-
-    ssh, internal = gce.firewalls[NAME + "-ssh"], gce.firewalls[NAME + "-internal"]
-    assert (ssh["allowed"][0]["ports"], ssh["sourceRanges"]) == (["22"], [CONTROLLER])
-    assert internal["allowed"][0]["ports"] == ["2222-2229", "8020"]
-    assert "sourceRanges" not in internal and internal["sourceTags"] == [NAME]
-    assert gce.firewalls["default-allow-ssh"]["sourceRanges"] == ["0.0.0.0/0"]
-    assert sorted(access.changes) == ["firewall %s-internal rules" % NAME, "firewall %s-ssh rules" % NAME]
-
-
-def test_gce_check_mode_lists_the_plan_and_changes_nothing(gce):
-    access = gce_access(gce)
-    access.present(PUBKEY, check_mode=True)
-    assert sorted(access.changes) == ["firewall %s-internal" % NAME, "firewall %s-ssh" % NAME]
-    assert gce.firewalls == {}
-
-    gce_access(gce).present(PUBKEY)
-    before = copy.deepcopy(gce.firewalls)
-    access = gce_access(gce, ssh=[NEW_CONTROLLER])
-    access.present(PUBKEY, check_mode=True)
-    assert access.changes == ["firewall %s-ssh rules" % NAME]
-    assert gce.firewalls == before
-
-    access = gce_access(gce)
-    access.absent(check_mode=True)
-    assert len(access.changes) == 2 and gce.firewalls == before
-
-
-def test_gce_absent_removes_the_clusters_firewalls_only(gce):
-    gce_access(gce).present(PUBKEY)
-    gce.add("default-allow-ssh", ["22"], sourceRanges=["0.0.0.0/0"])
-    gce.add("tfdist-demo2-ssh", ["22"], sourceRanges=[CONTROLLER], targetTags=["tfdist-demo2"])
-
-    access = gce_access(gce)
-    access.absent()
-
-    assert sorted(gce.firewalls) == ["default-allow-ssh", "tfdist-demo2-ssh"]
-    assert sorted(access.changes) == ["firewall %s-internal" % NAME, "firewall %s-ssh" % NAME]
-
-
-def test_gce_audit_finds_every_clusters_firewall_rules_by_name(gce):
-    gce_access(gce).present(PUBKEY)
-    gce.add("default-allow-ssh", ["22"], sourceRanges=["0.0.0.0/0"])
-    gce.add("tfdist-demo-2-ssh", ["22"], sourceRanges=[CONTROLLER], targetTags=["tfdist-demo-2"])
-
-    found = sorted((name, cluster) for kind, ident, name, cluster in GceAccess.found(gce.driver, {}))
-
-    assert found == [("tfdist-demo-2-ssh", "demo-2"), (NAME + "-internal", CLUSTER), (NAME + "-ssh", CLUSTER)]
-
-
-def test_gce_node_kwargs_tag_the_node_and_give_the_login_user_the_key(gce):
-    facts = gce_access(gce).present(PUBKEY)
-
-    kwargs = node_kwargs(gce.driver, facts)
-
-    assert kwargs == {"ex_tags": [NAME], "ex_network": "tfdist-net", "ex_metadata": {"ssh-keys": "ubuntu:" + PUBKEY}}
-    # The tag is the one both firewalls aim at.
-    assert all(fw["targetTags"] == kwargs["ex_tags"] for fw in gce.firewalls.values())
-    create_node_accepts(GCENodeDriver, kwargs)
-
-
-def test_gce_no_internal_ports_opens_no_port_between_nodes(gce):
-    gce_access(gce, ports=[]).present(PUBKEY)
-
-    # No internal rule at all (GCE reads an empty port list as every port), and the SSH rule names its ports.
-    assert [firewall["name"] for firewall in gce.firewalls.values()] == [NAME + "-ssh"]
-    for firewall in gce.firewalls.values():
-        assert firewall["allowed"], "%s allows nothing" % firewall["name"]
-        for allowed in firewall["allowed"]:
-            assert allowed.get("ports"), "%s lets every %s port in" % (firewall["name"], allowed["IPProtocol"])
+    return FakeGce()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -713,7 +506,7 @@ def test_azure_audit_finds_each_clusters_group_subnet_and_nics(azure):
     azure.put_nic("other-chief-0-nic", azure.vnet_path + "/subnets/default")  # named after a node of cluster other
     azure.put_nic("db-nic", azure.vnet_path + "/subnets/default")              # the user's
 
-    found = sorted((kind, name, cluster) for kind, ident, name, cluster
+    found = sorted((kind, name, cluster) for kind, ident, name, cluster, owner
                    in AzureAccess.found(azure.driver, dict(AzureCloud.OPTIONS)))
 
     assert found == [("network interface", CLUSTER + "-worker-1-nic", CLUSTER),
@@ -1200,18 +993,15 @@ def test_retry_while_in_use_gives_up_after_the_timeout(clock):
     assert 12 <= sum(clock.sleeps) < 12 + _access.DELETE_RETRY_PERIOD
 
 
-def test_fakes_return_real_libcloud_objects(openstack, gce, ec2):
+def test_fakes_return_real_libcloud_objects(openstack, ec2):
     """The fakes answer with libcloud's own classes, so _access sees what it sees on the clouds."""
     openstack_access(openstack, ports=[]).present(PUBKEY)
-    gce_access(gce).present(PUBKEY)
     ec2_access(ec2).present(PUBKEY)
 
     assert all(isinstance(k, KeyPair) for k in openstack.driver.list_key_pairs())
     [group] = openstack.driver.ex_list_security_groups()
     assert isinstance(group, OpenStackSecurityGroup)
     assert all(isinstance(r, OpenStackSecurityGroupRule) for r in group.rules)
-    assert all(isinstance(f, GCEFirewall) and isinstance(f.network, GCENetwork)
-               for f in gce.driver.ex_list_firewalls())
     assert all(isinstance(g, EC2SecurityGroup) for g in ec2.driver.ex_get_security_groups())
     with pytest.raises(TypeError):
         openstack.driver.ex_create_security_group_rule(group, "tcp", 22, 22, remote_ip_prefix=CONTROLLER)

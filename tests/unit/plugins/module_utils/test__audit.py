@@ -6,7 +6,7 @@ cloud's access (test__access.py), the whole audit against the EC2 emulator and D
 
 from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find, orphans, report
+from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find, orphans, report, to_dict, untouched
 
 
 class FakeDriver:
@@ -106,8 +106,9 @@ class EveryZoneDriver(FakeDriver):
         self.zones_asked.append(('volumes', ex_zone))
         return [SimpleNamespace(**volume) for volume in self.volumes or []]
 
-    def ex_list_firewalls(self):
-        return []
+    # GceAccess.found lists networks, subnets and firewall rules through the connection: none here.
+    connection = SimpleNamespace(paginated_request=lambda path, method: {'items': []},
+                                 request_aggregated_items=lambda api_name: {'items': {}})
 
 
 def test_the_audit_looks_in_every_zone_of_a_zoned_cloud():
@@ -117,3 +118,58 @@ def test_the_audit_looks_in_every_zone_of_a_zoned_cloud():
 
     assert driver.zones_asked == [('nodes', 'all'), ('volumes', 'all')]
     assert [r.id for r in found] == ['n-1']
+
+
+OWNER = '1f3a2b4c5d6e7f8091a2b3c4d5e6f708'
+OTHER = '9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b'
+
+
+def test_another_controllers_cluster_of_the_same_name_is_listed_as_theirs_never_as_an_orphan():
+    driver = FakeDriver(nodes=[
+        node('i-1', 'demo-chief-0', tfdist_owner=OWNER, **tf_tags('demo', 'chief', 0)),
+        node('i-2', 'demo-chief-0', tfdist_owner=OTHER, **tf_tags('demo', 'chief', 0)),
+        node('i-3', 'gone-worker-0', tfdist_owner=OWNER, **tf_tags('gone', 'worker', 0)),    # a killed deploy of ours
+        node('i-4', 'theirs-worker-0', tfdist_owner=OTHER, **tf_tags('theirs', 'worker', 0)),
+        node('i-5', 'old-worker-0', **tf_tags('old', 'worker', 0)),                          # before owners were marked
+        node('i-6', 'kept-worker-0', **tf_tags('kept', 'worker', 0)),                        # idem, its source is here
+    ], extra=[('security group', 'sg-1', 'tfdist-demo-1f3a2b', 'demo'),                       # marked by its name only
+              ('security group', 'sg-2', 'tfdist-demo-9e8d7c', 'demo', None),
+              ('key pair', 'k-1', 'tfdist-demo-x', 'demo', OTHER)])                          # marked by its tag
+    found, _unchecked = find(driver)
+    known = ['demo', 'kept']
+
+    assert report(found, known, OWNER) == [
+        'demo (inventory source on this controller): node demo-chief-0 (i-1), security group tfdist-demo-1f3a2b (sg-1)',
+        "demo (another controller's: owner 9e8d7c...): node demo-chief-0 (i-2), key pair tfdist-demo-x (k-1), "
+        "security group tfdist-demo-9e8d7c (sg-2)",
+        'gone (ORPHAN: no inventory source on this controller): node gone-worker-0 (i-3)',
+        'kept (inventory source on this controller): node kept-worker-0 (i-6)',
+        "old (no owner's mark, made before tfdist 0.5.0, and no inventory source on this controller: removed only "
+        "when named in audit_clusters): node old-worker-0 (i-5)",
+        "theirs (another controller's: owner 9e8d7c...): node theirs-worker-0 (i-4)"]
+    assert orphans(found, known, OWNER) == ['gone']
+    assert untouched(found, 'aws', OWNER, known) == [
+        'cluster demo on aws belongs to another controller (owner 9e8d7c...): not touched',
+        "cluster old on aws: 1 resource(s) without an owner's mark (made before tfdist 0.5.0) and no inventory source "
+        "on this controller: not touched",
+        'cluster theirs on aws belongs to another controller (owner 9e8d7c...): not touched']
+    by_id = dict((r.id, to_dict(r, known, OWNER)) for r in found)
+    assert (by_id['i-2']['standing'], by_id['i-2']['orphan'], by_id['i-2']['owner']) == ('another owner', False, OTHER)
+    assert (by_id['sg-1']['standing'], by_id['sg-1']['owner']) == ('mine', '1f3a2b')
+
+
+def test_a_cluster_without_marks_that_the_user_names_is_an_orphan_of_this_controller():
+    found, _unchecked = find(FakeDriver(nodes=[node('i-5', 'old-worker-0', **tf_tags('old', 'worker', 0)),
+                                               node('i-4', 'theirs-worker-0', tfdist_owner=OTHER,
+                                                    **tf_tags('theirs', 'worker', 0))]))
+
+    assert orphans(found, [], OWNER, named=['old', 'theirs']) == ['old']  # naming another's cluster does not make it ours
+    assert report(found, [], OWNER, named=['old']) == [
+        'old (ORPHAN: no inventory source on this controller): node old-worker-0 (i-5)',
+        "theirs (another controller's: owner 9e8d7c...): node theirs-worker-0 (i-4)"]
+
+
+def test_without_an_owner_every_cluster_is_the_callers_as_before_marks():
+    found, _unchecked = find(FakeDriver(nodes=[node('i-4', 'theirs-worker-0', tfdist_owner=OTHER,
+                                                    **tf_tags('theirs', 'worker', 0))]))
+    assert orphans(found, []) == ['theirs'] and untouched(found, 'aws', None, []) == []

@@ -1,0 +1,91 @@
+# Copyright: tfdist maintainers
+# Apache-2.0 (see LICENSE)
+
+"""Whose cluster: the owner's mark (_cluster.TAG_OWNER) and the one rule that says which resources are this
+controller's.
+
+Every controller has an id of its own, random, made once under its tfdist home (controller_id). What it makes on a
+cloud carries that id: as the tag tfdist_owner where the cloud keeps tags (nodes, EC2 key pairs and security groups,
+Azure network security groups), and as the last part of the name where the cloud keys a resource by its name
+(tfdist-<cluster>-<first 6 characters of the id>: key pairs, security groups, firewall rules, subnets; _access.py).
+Two controllers on one account then never share a resource, and destroy and the leak audit touch only their own.
+
+A resource without a mark was made before tfdist 0.5.0 (or by a module run without an owner). It counts as this
+controller's only where this controller holds the cluster's inventory source, or the user names the cluster
+(audit_clusters): nothing else says whose it is.
+
+Standard library only. Private to the collection (leading underscore): the API may change between releases.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import tempfile
+
+# How much of the id goes into names: GCE names (firewall rules, network tags) have at most 63 characters, and
+# tfdist-<40-character cluster>-<6>-internal is 63.
+NAME_CHARS = 6
+OWNER_RE = re.compile(r'^[0-9a-f]{32}$')
+
+
+def new_id():
+    """A new controller id: 32 hexadecimal digits, random."""
+    return secrets.token_hex(16)
+
+
+def controller_id(path):
+    """The controller id kept in `path`, made there once (mode 0600, its folder 0700 when new) where missing.
+
+    Two runs that start at once make it once: the file is written beside and linked into place, which fails for the
+    second; both then read the first one's id.
+    """
+    try:
+        with open(path, encoding='ascii') as handle:
+            owner = handle.read().strip()
+    except FileNotFoundError:
+        folder = os.path.dirname(path) or '.'
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, fresh = tempfile.mkstemp(dir=folder, prefix='.controller-id.')  # mode 0600
+        with os.fdopen(fd, 'w', encoding='ascii') as handle:
+            handle.write(new_id() + '\n')
+        try:
+            os.link(fresh, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(fresh)
+        return controller_id(path)
+    if not OWNER_RE.match(owner):
+        raise ValueError('%s: not a tfdist controller id (32 hexadecimal digits); remove it and a new one is made'
+                         % path)
+    return owner
+
+
+def name_part(owner):
+    """What of the owner's id goes into a resource's name."""
+    return owner[:NAME_CHARS]
+
+
+def marked_by(mark, owner):
+    """Whether a resource's mark (its tfdist_owner tag, or the part of its name) is `owner`'s."""
+    return bool(mark) and bool(owner) and mark in (owner, name_part(owner))
+
+
+def is_own(mark, owner, own_unmarked):
+    """Whether a resource with this mark is the cluster's for a controller whose id is `owner`.
+
+    No `owner` (a module run without one): every resource is, as before owners were marked. A resource without a mark
+    is when `own_unmarked` (the controller holds the cluster's inventory source, or the user named the cluster).
+    """
+    if not owner:
+        return True
+    if not mark:
+        return bool(own_unmarked)
+    return marked_by(mark, owner)
+
+
+def show(mark):
+    """'owner 1f3a2b...': an owner in a message, by the part of its id that names carry."""
+    return 'owner %s...' % name_part(str(mark))

@@ -2,18 +2,21 @@
 # Apache-2.0 (see LICENSE)
 
 """Google Compute Engine (libcloud provider `gce`): service-account credentials, zone, labels, image lookup by
-name or family, and the cluster's firewall rules on a network tag.
+name or family, and the cluster's network, subnet and firewall rules on a network tag.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages, is_baked
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -36,79 +39,239 @@ def list_images(driver, wanted):
     return [image for image in images if image is not None]
 
 
+# Firewall priorities. GCE applies the rule with the lowest number first, and a deny before an allow of the same
+# number; gcloud gives a new rule 1000, the default network's own rules have 65534. tfdist's allow rules come first
+# of all and its deny rule right below them, so that on a network of the user's no rule of theirs opens the cluster's
+# nodes unless it too has priority 0.
+ALLOW_PRIORITY = 0
+DENY_PRIORITY = 1
+# The range of the subnet that tfdist makes in each cluster's network (4,092 nodes). Each cluster has a network of
+# its own, so every cluster may use the same range.
+SUBNET_RANGE = '10.42.0.0/20'
+# The scope of a service account that a profile names: its IAM roles decide what the nodes may do (Google's advice).
+SERVICE_ACCOUNT_SCOPES = ['cloud-platform']
+# The firewall rules of a cluster: tfdist-<cluster> and these suffixes.
+RULE_SUFFIXES = ('-ssh', '-internal', '-deny')
+# The fields of a firewall rule that decide what comes in, and its description (the owner's mark): compared with
+# what tfdist wants, and corrected.
+RULE_FIELDS = ('network', 'direction', 'priority', 'disabled', 'allowed', 'denied', 'sourceRanges', 'sourceTags',
+               'sourceServiceAccounts', 'targetTags', 'targetServiceAccounts', 'destinationRanges', 'description')
+
+
+def _items(driver, path):
+    """Every item of a GCE list (all pages), as GCE's JSON: libcloud's ex_list_firewalls and ex_list_networks get one
+    page, and its firewall objects cost a request each for their network."""
+    return driver.connection.paginated_request(path, method='GET')['items']
+
+
+def _subnets(driver):
+    """Every subnet of the project, in every region, as GCE's JSON."""
+    regions = driver.connection.request_aggregated_items('subnetworks')['items']
+    return [subnet for region in regions.values() for subnet in region.get('subnetworks', [])]
+
+
+def _rule_field(value):
+    """A firewall field as GCE answers it, comparable: unset, false and empty are one; lists in any order."""
+    if value in (None, False, [], ''):
+        return None
+    if isinstance(value, list):
+        return sorted(value, key=lambda item: json.dumps(item, sort_keys=True))
+    return value
+
+
+def described_owner(resource):
+    """The owner's mark in the description of a network, subnet or firewall rule (GceAccess._description), or None."""
+    match = re.search(r'\b%s=([0-9a-f]+)' % TAG_OWNER, resource.get('description') or '')
+    return match.group(1) if match else None
+
+
+def _tcp(ranges):
+    return [{'IPProtocol': 'tcp', 'ports': [port_text(*r) for r in ranges]}]
+
+
 class GceAccess(ClusterAccess):
-    """Two firewall rules on the network, tfdist-<cluster>-ssh and -internal, aimed at the network tag
-    tfdist-<cluster> that every node of the cluster carries. The key goes into each node's metadata."""
+    """The cluster's network: a VPC network tfdist-<cluster> (custom subnet mode) with one subnet tfdist-<cluster> in
+    the profile's region, made and removed with the cluster; or the network (and subnet) the profile names, left to the
+    user. On it, firewall rules aimed at the network tag tfdist-<cluster> that every node carries: -ssh (SSH and the
+    public ports from the controller), -internal (the internal ports from the cluster's nodes, by their tag), and on a
+    network of the user's -deny (everything else from anywhere, right below), so that its rules do not reach the
+    cluster. The key goes into each node's metadata, the project's keys and service account stay out of the nodes.
 
-    def _wanted(self):
-        network = self.options.get('network', 'default')
-        ssh = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [port_text(*r) for r in self.public]}], source_ranges=self.ssh_cidrs,
-                   source_tags=None, target_tags=[self.name], network=network)
-        internal = dict(allowed=[{'IPProtocol': 'tcp', 'ports': [port_text(*r) for r in self.ports]}],
-                        source_ranges=None, source_tags=[self.name], target_tags=[self.name], network=network)
-        wanted = {self.name + '-ssh': ssh}
-        if self.ports:  # GCE reads an empty port list as every port
-            wanted[self.name + '-internal'] = internal
-        return wanted
+    GCE networks, subnets and firewall rules carry no labels: tfdist finds them by name, and writes the owner's mark
+    (tfdist_owner=<id>) into their description."""
 
-    def _existing(self):
-        return dict((fw.name, fw) for fw in self.driver.ex_list_firewalls()
-                    if fw.name in (self.name + '-ssh', self.name + '-internal'))
+    def _description(self):
+        text = 'tfdist cluster %s' % self.cluster
+        return text if self.owner is None else '%s (%s=%s)' % (text, TAG_OWNER, self.owner)
 
     @staticmethod
-    def _differs(firewall, spec):
-        def norm(value):
-            return sorted(value or [], key=str)
-        return (norm(firewall.allowed) != norm(spec['allowed']) or norm(firewall.source_ranges) != norm(spec['source_ranges'])
-                or norm(firewall.source_tags) != norm(spec['source_tags'])
-                or norm(firewall.target_tags) != norm(spec['target_tags'])
-                or str(firewall.network.name if hasattr(firewall.network, 'name') else firewall.network)
-                != spec['network'])
+    def _get(lookup, *args):
+        """What one of the driver's ex_get_* methods finds, or None where GCE has nothing of the name."""
+        from libcloud.common.google import ResourceNotFoundError
+        try:
+            return lookup(*args)
+        except ResourceNotFoundError:
+            return None
 
-    def present(self, public_key, check_mode=False):
-        existing, wanted = self._existing(), self._wanted()
+    def _region(self):
+        if self.driver.region is None:
+            raise TfdistCloudError('region: tfdist needs the zone of the cluster (its subnet is in the zone\'s region)')
+        return self.driver.region
+
+    def _users_network(self):
+        """(network link, subnet link or None) of the network the profile names: it must exist, tfdist makes none."""
+        network = self._get(self.driver.ex_get_network, self.options['network'])
+        if network is None:
+            raise TfdistCloudError('network: project %s has no network %s'
+                                   % (self.driver.project, self.options['network']))
+        if not self.options.get('subnet'):
+            return network.extra['selfLink'], None
+        subnet = self._get(self.driver.ex_get_subnetwork, self.options['subnet'], self._region())
+        if subnet is None:
+            raise TfdistCloudError('subnet: network %s has no subnet %s in region %s'
+                                   % (network.name, self.options['subnet'], self._region().name))
+        return network.extra['selfLink'], subnet.extra['selfLink']
+
+    def _own_network(self, check_mode):
+        """(network link, subnet link) of the cluster's own network and subnet, made where missing (None for what
+        check mode would make)."""
+        region = self._region()
+        network = self._get(self.driver.ex_get_network, self.name)
+        if network is None:
+            self.changed('network %s' % self.name)
+            if not check_mode:
+                network = self.driver.ex_create_network(self.name, None, description=self._description(),
+                                                        mode='custom')
+        subnet = None if network is None else self._get(self.driver.ex_get_subnetwork, self.name, region)
+        if subnet is None:
+            subnet_range = self.options.get('subnet_range', SUBNET_RANGE)
+            self.changed('subnet %s (%s in %s)' % (self.name, subnet_range, region.name))
+            if not check_mode:
+                subnet = self.driver.ex_create_subnetwork(self.name, cidr=subnet_range, network=network,
+                                                          region=region, description=self._description())
+        return network and network.extra['selfLink'], subnet and subnet.extra['selfLink']
+
+    def _wanted(self, network):
+        """The cluster's firewall rules on `network` (a link), as GCE's JSON."""
+        def rule(priority, **fields):
+            return dict(network=network, direction='INGRESS', priority=priority, targetTags=[self.name],
+                        description=self._description(), **fields)
+
+        wanted = {self.name + '-ssh': rule(ALLOW_PRIORITY, allowed=_tcp(self.public), sourceRanges=self.ssh_cidrs)}
+        if self.ports:  # GCE reads an empty port list as every port
+            # By the network tag, not the subnet's range: on a network of the user's, the subnet holds other VMs.
+            wanted[self.name + '-internal'] = rule(ALLOW_PRIORITY, allowed=_tcp(self.ports), sourceTags=[self.name])
+        if self.options.get('network'):
+            wanted[self.name + '-deny'] = rule(DENY_PRIORITY, denied=[{'IPProtocol': 'all'}],
+                                               sourceRanges=['0.0.0.0/0'])
+        return wanted
+
+    def _existing(self, prefixes=None):
+        names = [prefix + suffix for prefix in prefixes or [self.name] for suffix in RULE_SUFFIXES]
+        return dict((rule['name'], rule) for rule in _items(self.driver, '/global/firewalls') if rule['name'] in names)
+
+    def _send(self, method, path, name, spec):
+        # Through the driver's connection (which waits for GCE's operation): libcloud's ex_update_firewall sends no
+        # priority, and GCE's PUT resets what it is not given, which would put the deny rule level with the allows.
+        body = dict((key, value) for key, value in spec.items() if value is not None)
+        body['name'] = name
+        self.driver.connection.async_request(path, method=method, data=body)
+
+    def _sync_rules(self, wanted, check_mode):
+        existing = self._existing()
         for name in sorted(set(existing) - set(wanted)):
             self.changed('firewall %s removed' % name)
             if not check_mode:
-                self.driver.ex_destroy_firewall(existing[name])
+                self.driver.ex_destroy_firewall(SimpleNamespace(name=name))
         for name, spec in sorted(wanted.items()):
-            firewall = existing.get(name)
-            if firewall is None:
+            rule = existing.get(name)
+            if rule is None:
                 self.changed('firewall %s' % name)
                 if not check_mode:
-                    self.driver.ex_create_firewall(name, description='tfdist cluster %s' % self.cluster, **spec)
-            elif self._differs(firewall, spec):
+                    self._send('POST', '/global/firewalls', name, spec)
+            elif any(_rule_field(rule.get(key)) != _rule_field(spec.get(key)) for key in RULE_FIELDS):
                 self.changed('firewall %s rules' % name)
-                if not check_mode:
-                    for attr in ('allowed', 'source_ranges', 'source_tags', 'target_tags'):
-                        setattr(firewall, attr, spec[attr])
-                    self.driver.ex_update_firewall(firewall)
+                if check_mode:
+                    continue
+                if rule['network'] == spec['network']:
+                    self._send('PUT', '/global/firewalls/' + name, name, spec)
+                else:  # GCE moves no rule to another network
+                    self.driver.ex_destroy_firewall(SimpleNamespace(name=name))
+                    self._send('POST', '/global/firewalls', name, spec)
+
+    def present(self, public_key, check_mode=False):
+        if self.options.get('network'):
+            network, subnet = self._users_network()
+        else:
+            network, subnet = self._own_network(check_mode)
+        self._sync_rules(self._wanted(network), check_mode)
         facts = self.facts(self.name)
-        facts['public_key'] = public_key
+        facts.update(public_key=public_key, network=network, subnet=subnet)
         return facts
 
     def absent(self, check_mode=False):
-        for name, firewall in sorted(self._existing().items()):
+        """The cluster's firewall rules, then its own subnets (in any region) and network, never the user's."""
+        prefixes = [self.name]
+        if self.unmarked_name != self.name and self.owns(None):
+            # Rules made before owners were marked (tfdist-<cluster>-ssh, on the network the nodes were on).
+            prefixes.append(self.unmarked_name)
+        for name in sorted(self._existing(prefixes)):
             self.changed('firewall %s' % name)
             if not check_mode:
-                self.driver.ex_destroy_firewall(firewall)
+                self.driver.ex_destroy_firewall(SimpleNamespace(name=name))
+        if self.options.get('network') == self.name:
+            return
+        network = self._get(self.driver.ex_get_network, self.name)
+        if network is None:
+            return
+        for subnet in _subnets(self.driver):
+            if subnet['name'] == self.name and subnet['network'] == network.extra['selfLink']:
+                region = subnet['region'].rsplit('/', 1)[1]
+                self.changed('subnet %s (%s)' % (self.name, region))
+                if not check_mode:
+                    # Until GCE has deleted the nodes, their subnet is in use.
+                    retry_while_in_use(lambda: self.driver.ex_destroy_subnetwork(self.name, region),
+                                       'subnet %s in %s' % (self.name, region))
+        self.changed('network %s' % self.name)
+        if not check_mode:
+            retry_while_in_use(lambda: self.driver.ex_destroy_network(network), 'network %s' % self.name)
 
     @staticmethod
     def found(driver, options):
-        """Every cluster's firewall rules, tfdist-<cluster>-ssh and -internal (GCE firewalls carry no labels)."""
+        """Every cluster's networks and subnets (tfdist-<cluster>) and firewall rules (tfdist-<cluster>-ssh,
+        -internal, -deny): by name, as GCE keeps no labels on them; the owner's mark from the description."""
         found = []
-        for firewall in driver.ex_list_firewalls():
-            for suffix in ('-ssh', '-internal'):
-                cluster = access_cluster(firewall.name, suffix)
+        for network in _items(driver, '/global/networks'):
+            cluster = access_cluster(network['name'])
+            if cluster:
+                found.append(('network', network['id'], network['name'], cluster, described_owner(network)))
+        for subnet in _subnets(driver):
+            cluster = access_cluster(subnet['name'])
+            if cluster:
+                found.append(('subnet', subnet['id'], subnet['name'], cluster, described_owner(subnet)))
+        for rule in _items(driver, '/global/firewalls'):
+            for suffix in RULE_SUFFIXES:
+                cluster = access_cluster(rule['name'], suffix)
                 if cluster:
-                    found.append(('firewall rule', str(firewall.id), firewall.name, cluster))
+                    found.append(('firewall rule', rule['id'], rule['name'], cluster, described_owner(rule)))
                     break
         return found
 
     @staticmethod
     def node_kwargs(driver, access):
-        return {'ex_tags': [access['name']], 'ex_network': access['options'].get('network', 'default'),
-                'ex_metadata': {'ssh-keys': '%s:%s' % (access['ssh_user'], access['public_key'])}}
+        """The node on the cluster's network and subnet with its tag; the cluster's key for the login user, and no
+        project-wide key; no service account (libcloud gives the project's default one unless told) unless the
+        profile names one."""
+        options = access['options']
+        account = options.get('service_account')
+        kwargs = {'ex_tags': [access['name']],
+                  'ex_network': access.get('network') or options.get('network') or access['name'],
+                  'ex_metadata': {'ssh-keys': '%s:%s' % (access['ssh_user'], access['public_key']),
+                                  'block-project-ssh-keys': 'true'},
+                  'ex_service_accounts': [{'email': account, 'scopes': SERVICE_ACCOUNT_SCOPES}] if account else []}
+        if access.get('subnet'):
+            kwargs['ex_subnetwork'] = access['subnet']
+        return kwargs
 
 
 def label_value(value):

@@ -143,8 +143,9 @@ options:
     version_added: 0.2.0
     description:
       - The cluster's key pair and firewall, as returned in RV(tfdist.cluster.libcloud_access#module:access). New nodes
-        get the cluster's key and sit behind its firewall (EC2 and OpenStack key pair and security group, GCE network
-        tag and C(ssh-keys) metadata, Azure SSH key and subnet).
+        get the cluster's key and sit behind its firewall (EC2 and OpenStack key pair and security group, GCE network,
+        subnet, network tag, C(ssh-keys) and C(block-project-ssh-keys) metadata and no service account unless the
+        access options name one, Azure SSH key and subnet).
     type: dict
     default: {}
   owner:

@@ -12,7 +12,7 @@ The proxy corrects the three places where moto and libcloud's EC2 driver disagre
   renumbers a list that has an item 0 from 1.
 
 It also counts the requests by EC2 ``Action``, so a test or the bench can check how many API calls
-something made.
+something made, and keeps their parameters (``requests(action)``): what was asked of moto, where moto ignores it.
 
 Plain Python (no pytest), so the bench imports it too::
 
@@ -120,13 +120,12 @@ def fix_request(path, body, form):
     return path, body
 
 
-def ec2_action(path, body, content_type):
-    """The EC2 Action of a request (query string or form body), or None for other requests (S3, moto-api)."""
-    query = urllib.parse.urlsplit(path).query
-    params = urllib.parse.parse_qs(query)
+def ec2_params(path, body, content_type):
+    """The parameters of a request, from its query string and form body: {name: first value}."""
+    params = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
     if body and "x-www-form-urlencoded" in (content_type or ""):
         params.update(urllib.parse.parse_qs(body.decode("utf-8", "replace")))
-    return (params.get("Action") or [None])[0]
+    return {name: values[0] for name, values in params.items()}
 
 
 def fix_answer(data, status):
@@ -156,9 +155,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _forward(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        action = ec2_action(self.path, body, self.headers.get("Content-Type"))
-        if action:
-            self.server.emulator._count(action)
+        params = ec2_params(self.path, body, self.headers.get("Content-Type"))
+        if params.get("Action"):
+            self.server.emulator._count(params)
         path, body = fix_request(self.path, body, "x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         if body or self.command in ("POST", "PUT"):
@@ -205,6 +204,7 @@ class Ec2Emulator:
         self._log = None
         self._proxy = None
         self._calls = collections.Counter()
+        self._requests = []
         self._lock = threading.Lock()
 
     # Addresses and settings for the clients.
@@ -233,10 +233,17 @@ class Ec2Emulator:
                             aws_secret_access_key="testing",
                             endpoint_url=self.moto_endpoint if direct else self.endpoint)
 
-    # API call counts (EC2 requests that went through the proxy).
-    def _count(self, action):
+    # API call counts (EC2 requests that went through the proxy), and the requests themselves.
+    def _count(self, params):
         with self._lock:
-            self._calls[action] += 1
+            self._calls[params["Action"]] += 1
+            self._requests.append(params)
+
+    def requests(self, action):
+        """The parameters ({name: value}, as sent, before the proxy renumbers lists) of each `action` request since
+        the start or reset_calls(), in order: what moto does not keep (tags it ignores) can be read here."""
+        with self._lock:
+            return [dict(params) for params in self._requests if params["Action"] == action]
 
     def calls(self):
         """A Counter of the EC2 actions requested through the proxy since the start or reset_calls()."""
@@ -246,6 +253,7 @@ class Ec2Emulator:
     def reset_calls(self):
         with self._lock:
             self._calls.clear()
+            self._requests.clear()
 
     # Life cycle.
     def start(self):

@@ -1,11 +1,15 @@
 """What EC2's RunInstances makes besides the instances (the volumes, the network interfaces) is tagged at creation
 with the instances' tags: _cloud_ec2.tags_on_what_instances_make, on the request libcloud's own create_node builds,
 through the connection of the driver that _libcloud.get_driver makes. (tests/e2e/test_audit_volumes.py shows it on
-the EC2 emulator, with the audit and destroy.)"""
+the EC2 emulator, with the audit and destroy.) And the audit lists those that would outlive their node, not those
+that EC2 deletes with it (DeleteOnTermination), which moto does not report."""
 
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 from unittest.mock import patch
 
 from libcloud.compute.base import NodeImage, NodeSize
+from libcloud.compute.drivers.ec2 import NAMESPACE as EC2_NAMESPACE
 from libcloud.compute.drivers.ec2 import EC2Connection
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import tags_on_what_instances_make
@@ -66,3 +70,55 @@ def test_a_tag_specification_already_given_for_volumes_is_kept_and_other_request
         "network-interface": {"tfdist_cluster": "demo"}}
     tags = {"Action": "CreateTags", "ResourceId.1": "i-0123", "Tag.1.Key": "Name", "Tag.1.Value": "demo-worker-0"}
     assert tags_on_what_instances_make(tags) == tags
+
+
+# What the audit makes of the tagged volumes and interfaces: DescribeVolumes and DescribeNetworkInterfaces answers as
+# EC2 writes them, read by libcloud's own parsers.
+ANSWERS = {
+    "DescribeInstances": "<reservationSet/>",
+    "DescribeKeyPairs": "<keySet/>",
+    "DescribeSecurityGroups": "<securityGroupInfo/>",
+    "DescribeVolumes": "<volumeSet>%s</volumeSet>",
+    "DescribeNetworkInterfaces": "<networkInterfaceSet>%s</networkInterfaceSet>",
+}
+TAGS = "<tagSet><item><key>tfdist_cluster</key><value>demo</value></item></tagSet>"
+
+
+def volume(ident, attached_to=None, delete_on_termination=None):
+    attachment = ("<attachmentSet><item><volumeId>%s</volumeId><instanceId>%s</instanceId><device>/dev/sda1</device>"
+                  "<status>attached</status><deleteOnTermination>%s</deleteOnTermination></item></attachmentSet>"
+                  % (ident, attached_to, delete_on_termination) if attached_to else "<attachmentSet/>")
+    return ("<item><volumeId>%s</volumeId><size>8</size><status>%s</status><availabilityZone>us-east-1a"
+            "</availabilityZone>%s%s</item>" % (ident, "in-use" if attached_to else "available", attachment, TAGS))
+
+
+def interface(ident, attached_to=None, delete_on_termination=None):
+    attachment = ("<attachment><attachmentId>eni-attach-%s</attachmentId><instanceId>%s</instanceId><deviceIndex>0"
+                  "</deviceIndex><status>attached</status><deleteOnTermination>%s</deleteOnTermination></attachment>"
+                  % (ident, attached_to, delete_on_termination) if attached_to else "")
+    return ("<item><networkInterfaceId>%s</networkInterfaceId><status>%s</status>%s<groupSet/>"
+            "<privateIpAddressesSet/>%s</item>" % (ident, "in-use" if attached_to else "available", attachment, TAGS))
+
+
+def audited(volumes, interfaces):
+    """(kind, id) of what _audit.find lists of cluster demo on an EC2 that holds these volumes and interfaces."""
+    from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find
+    driver = get_driver("ec2", "us-east-1", KEYS)
+    items = {"DescribeVolumes": "".join(volumes), "DescribeNetworkInterfaces": "".join(interfaces)}
+
+    def request(path, params=None, **kwargs):
+        body = ANSWERS[params["Action"]].replace("%s", items.get(params["Action"], ""))
+        return SimpleNamespace(object=ET.fromstring('<Response xmlns="%s">%s</Response>' % (EC2_NAMESPACE, body)))
+
+    with patch.object(driver.connection, "request", request):
+        found, unchecked = find(driver, ["demo"])
+    assert unchecked == []
+    return [(resource.kind, resource.id) for resource in found]
+
+
+def test_the_audit_lists_what_would_outlive_its_node_and_leaves_what_goes_with_it_to_the_node():
+    assert audited(
+        [volume("vol-root", "i-1", "true"), volume("vol-kept", "i-1", "false"), volume("vol-left")],
+        [interface("eni-primary", "i-1", "true"), interface("eni-extra", "i-1", "false"), interface("eni-left")],
+    ) == [("volume", "vol-kept"), ("volume", "vol-left"), ("network interface", "eni-extra"),
+          ("network interface", "eni-left")]

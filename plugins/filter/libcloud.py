@@ -53,7 +53,8 @@ def libcloud_audit_regions(results):
             if not isinstance(value, list):
                 continue
             if key == 'resources':
-                value = [dict(resource, region=region, description=resource['description'] + where) for resource in value]
+                value = [dict(resource, region=region, description=resource['description'] + where)
+                         for resource in value]
             elif key in ('report', 'unchecked', 'untouched'):  # lines for the user
                 value = ['%s: %s' % (region, line) if where else line for line in value]
             merged[key] = merged.get(key, []) + value

@@ -11,9 +11,10 @@ drivers, _libcloud.node_identity):
   cluster (a helper VM the user tagged for the cluster: destroy leaves it, as it is no TF node of the cluster);
   terminated nodes (EC2 lists them for a while) are gone and left out;
 - volumes, on drivers with list_volumes(), tagged with a cluster, or named after a cluster's node as the boot disks
-  of GCE and Azure are (a disk that outlived its node);
-- the key pairs and firewalls, by the rules the cloud's ClusterAccess.present() and absent() follow: its
-  found() (_cloud_<name>.py);
+  of GCE and Azure are (a disk that outlived its node); not one its node deletes on termination (EC2);
+- the key pairs and firewalls, by the rules the cloud's ClusterAccess.present() and absent() follow, and what else
+  of a cluster the cloud's found() (_cloud_<name>.py) lists: EC2's network interfaces (tagged at creation),
+  OpenStack's ports and floating IPs, Azure's network interfaces and subnets, ...;
 - drivers of tfdist's own (docker) list what else they make with ex_audit_found() (the cluster networks).
 
 Baked images (_images.py) belong to no cluster: they are the user's to keep, listed apart (baked_images) and never
@@ -35,8 +36,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import goes_with_its_node
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import name_owner
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import goes_with_its_node
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import to_dict as image_dict
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity, provider_of, resource_tags
@@ -91,7 +92,8 @@ def find(driver, clusters=(), options=None):
         unchecked.append('volumes: %s' % (e or type(e).__name__))
     for volume in volumes:
         # A disk its node deletes on termination (EC2) goes with the node, even one still shutting down after destroy.
-        if str(getattr(volume, 'state', '')).lower() not in _GONE_VOLUME_STATES and not goes_with_its_node(volume.extra):
+        gone = str(getattr(volume, 'state', '')).lower() in _GONE_VOLUME_STATES
+        if not gone and not goes_with_its_node(volume.extra):
             named = NODE_NAME_RE.match(str(volume.name or ''))
             tags = resource_tags(volume)
             add('volume', volume.id, volume.name, tags.get(TAG_CLUSTER) or (named.group('cluster') if named else None),

@@ -93,7 +93,8 @@ class OpenStackAccess(ClusterAccess):
         found += [('security group', str(group.id), group.name) + access_parts(group.name) for group in groups]
         # The ports (network interfaces) of the cluster's nodes carry its group; a floating IP is the cluster's while it
         # is on one of them (tfdist makes none: once its port is gone, nothing of the cluster is left on it).
-        cluster_of_group = dict((group.id, access_parts(group.name)) for group in groups if access_parts(group.name)[0])
+        cluster_of_group = dict((group.id, access_parts(group.name)) for group in groups
+                                if access_parts(group.name)[0])
         cluster_of_port = {}
         for port in driver.ex_list_ports():
             clusters = [cluster_of_group[group] for group in port.extra.get('security_groups') or []

@@ -15,7 +15,8 @@ def test_every_ec2_region_is_known_offline_gce_looks_everywhere_at_once_and_open
 
 def audit(region, resources=(), orphans=(), unchecked=(), untouched=()):
     """A libcloud_audit result as a looped task registers it (its region as the item)."""
-    return {"item": region, "changed": False, "clusters": sorted(set(r[1] for r in resources)), "orphans": list(orphans),
+    return {"item": region, "changed": False, "clusters": sorted(set(r[1] for r in resources)),
+            "orphans": list(orphans),
             "resources": [{"kind": "volume", "id": ident, "cluster": cluster, "description": "volume %s" % ident}
                           for ident, cluster in resources],
             "report": ["%s: volume %s" % (cluster, ident) for ident, cluster in resources],

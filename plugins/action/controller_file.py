@@ -4,7 +4,8 @@
 
 The inventory sources and the RADL record a deploy writes live on the controller; a copy or template task
 runs two modules for each (a stat, then the write), about half a second apiece before the first step.
-Here the file is compared and written in place, with the same rule as the node modules (module_utils._files).
+Here the file is compared and written in place, with the same rule as the node modules (module_utils._files): the
+file is its user's alone by default (0600), and so is every folder it makes (0700).
 """
 
 from __future__ import annotations
@@ -14,23 +15,23 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_MODE, needs_write, write_file
 
 ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},
     "content": {"type": "str", "required": True},
-    "mode": {"type": "raw", "default": "0644"},
+    "mode": {"type": "raw", "default": "%04o" % FILE_MODE},
 }
 
 
 def file_mode(mode):
-    """An octal string such as 0644 (or an int, as YAML reads 0644 unquoted) -> the mode bits."""
+    """An octal string such as 0600 (or an int, as YAML reads 0600 unquoted) -> the mode bits."""
     if isinstance(mode, int):
         return mode
     try:
         return int(str(mode), 8)
     except ValueError:
-        raise AnsibleActionFail("mode: must be octal, such as '0644', got %r" % (mode,)) from None
+        raise AnsibleActionFail("mode: must be octal, such as '0600', got %r" % (mode,)) from None
 
 
 class ActionModule(ActionBase):
@@ -51,8 +52,7 @@ class ActionModule(ActionBase):
                               "after": args["content"]}
         if changed and not self._task.check_mode:
             try:
-                os.makedirs(os.path.dirname(path), mode=DIR_MODE, exist_ok=True)
-                write_file(path, content, mode)
+                write_file(path, content, mode)  # its folder made if missing
             except OSError as error:
                 raise AnsibleActionFail("path: cannot write %s: %s" % (path, error.strerror)) from None
         return result

@@ -189,7 +189,7 @@ class ActionModule(ActionBase):
     def _copy(self, src, dest, task_vars):
         """ansible.builtin.copy's own action, as the template action hands it its result."""
         task = self._task.copy()
-        task.args = {"src": src, "dest": dest, "mode": "0644"}
+        task.args = {"src": src, "dest": dest, "mode": "%04o" % _files.FILE_MODE}  # as the module writes its files
         copy_action = self._shared_loader_obj.action_loader.get(
             "ansible.legacy.copy", task=task, connection=self._connection, play_context=self._play_context,
             loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)

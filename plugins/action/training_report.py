@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import os
 import time
@@ -72,8 +73,10 @@ def draw_loss_curve(history, path, title):
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    picture = io.BytesIO()
+    fig.savefig(picture, format="png")
     plt.close(fig)
+    write_file(path, picture.getvalue())  # its user's alone, as the rest of the folder
 
 
 def report(params, warn):

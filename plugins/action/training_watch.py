@@ -25,6 +25,7 @@ from ansible.utils.display import Display
 from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader, task_folders
 from ansible_collections.tfdist.cluster.plugins.module_utils._failures import failure_line
+from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_MODE
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import (
     Frozen, Progress, Silence, clock_time, format_duration, frozen_message, parse_duration, stall_message)
 
@@ -87,7 +88,7 @@ def mark_stopped(stop_file, host):
         return
     try:
         os.makedirs(os.path.dirname(stop_file) or ".", exist_ok=True)
-        with open(stop_file, "x") as handle:
+        with os.fdopen(os.open(stop_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "w") as handle:
             handle.write(host)
     except OSError:
         pass  # another watch failed first, or the folder is gone: either way the others stop

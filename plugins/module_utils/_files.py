@@ -16,8 +16,14 @@ import shutil
 import tempfile
 import zipfile
 
-FILE_MODE = 0o644
-DIR_MODE = 0o755
+# What tfdist writes for a job, on the nodes and on the controller, is its user's alone: the job's scripts, settings
+# and environment, its datasets, logs and models, the training program, the records of its processes. The job runs as
+# the user who lays its files down (the play's become user), so it reads them all.
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+# The umask of the processes tfdist starts for a job (its tasks, their supervisors, warm starts, the idle guard): what
+# they write is as private as what tfdist writes for them.
+PRIVATE_UMASK = 0o077
 # The file of a package that names its files by their checksums (sha256sum's format, see checksums()).
 CHECKSUMS_FILE = "SHA256SUMS"
 # The package the collection lays down on the nodes (_package): its folder under a destination, and its import name.
@@ -35,12 +41,29 @@ def needs_write(path, content, mode=FILE_MODE):
         return True
 
 
+def make_folder(path, mode=DIR_MODE):
+    """os.makedirs(path, exist_ok=True), but every folder it makes gets mode, not only the last one (Python gives the
+    folders above it the umask's mode, 0755 as a rule). Folders that exist are left as they are."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path.rstrip(os.sep))
+    if parent and parent != path:
+        make_folder(parent, mode)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return  # another process made it meanwhile
+    os.chmod(path, mode)  # mkdir's mode goes through the umask
+
+
 def write_file(path, content, mode=FILE_MODE):
     """Write then rename, its folder made if missing: a process that reads it meanwhile never sees half a file.
 
     The one atomic write of the collection's node-side code (_json_files writes its records with it)."""
     folder = os.path.dirname(path) or os.curdir
-    os.makedirs(folder, mode=DIR_MODE, exist_ok=True)
+    make_folder(folder)
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path))
     try:
         with os.fdopen(handle, "wb") as out:

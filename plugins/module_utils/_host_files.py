@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from . import _cluster
-from ._files import DIR_MODE, lay_down, needs_write, package_root, write_file
+from ._files import lay_down, make_folder, needs_write, package_root, write_file
 from ._supervisor import warm
 from ._task_folder import SupervisorError
 from ._warm_start import warm_host
@@ -41,7 +41,7 @@ def lay_down_host(p, package_files, check_mode=False):
     if not check_mode:
         try:
             for folder in made:
-                os.makedirs(os.path.join(p["work_dir"], folder), mode=DIR_MODE, exist_ok=True)
+                make_folder(os.path.join(p["work_dir"], folder))
             for path in written:
                 write_file(os.path.join(p["work_dir"], path), files[path])
         except OSError as error:

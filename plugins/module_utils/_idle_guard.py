@@ -58,7 +58,7 @@ import sys
 import time
 
 from ._cluster import TASK_TYPES
-from ._files import PACKAGE_NAME, holds_checksums, lay_down, package_root, write_file
+from ._files import FILE_MODE, PACKAGE_NAME, holds_checksums, lay_down, make_folder, package_root, write_file
 from ._json_files import read_json, write_json
 from ._supervisor import start, stop
 from ._task_folder import task_status
@@ -119,6 +119,7 @@ def unit_text(python, folder):
             "WorkingDirectory=%s\n"
             "StandardOutput=append:%s\n"
             "StandardError=inherit\n"
+            "UMask=0077\n"
             "Restart=on-failure\n"
             "RestartSec=10\n"
             "\n"
@@ -188,7 +189,7 @@ def ensure_started(options, folder, check_mode, package_files):
     lib = os.path.join(folder, LIB)
     new_settings = read_json(os.path.join(folder, SETTINGS)) != settings
     if not check_mode:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        make_folder(folder)  # its user's alone, ~/.tfdist too
         heartbeat(folder, options.get("quiet_seconds") or 0)
     written = lay_down(package_root(lib), package_files(), check_mode)[0]
     # New code (another version of the collection) needs a new process; new settings are read by the running one.
@@ -218,7 +219,7 @@ def start_service(folder, unit):
     stop(folder)
     written = read_text(unit_path()) != unit
     if written:
-        write_file(unit_path(), unit.encode())
+        write_file(unit_path(), unit.encode(), mode=0o644)  # systemd's configuration: readable, as its own units
     if not service_status()["enabled"]:
         systemctl("enable", UNIT_NAME)  # reloads systemd's configuration itself: one reload (0.3 to 0.6 s), not two
     elif written:
@@ -295,8 +296,7 @@ def heartbeat(folder=None, quiet_seconds=0):
 
 def touch(path, moment=None):
     """Give path (made if missing) the time moment (None: now)."""
-    with open(path, "a"):
-        pass
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
     os.utime(path, None if moment is None else (moment, moment))
 
 

@@ -25,6 +25,8 @@ import posixpath
 import traceback
 import urllib.parse
 
+from ._files import FILE_MODE, make_folder
+
 
 def fsspec_import_error():
     """None when fsspec imports, else why not (its traceback).
@@ -337,8 +339,9 @@ def upload(local, url, field, options=None):
 
 
 def download(url, local, field, options=None):
-    """Copy url (a storage or http(s) URL) to the local file `local`, atomically; returns its size in bytes."""
-    os.makedirs(os.path.dirname(local) or '.', exist_ok=True)
+    """Copy url (a storage or http(s) URL) to the local file `local`, atomically; returns its size in bytes. The file
+    and the folders made for it are the user's alone, as the job's own files (_files)."""
+    make_folder(os.path.dirname(local) or '.')
     part = '%s.part.%d' % (local, os.getpid())
     try:
         if urllib.parse.urlparse(url).scheme in ('http', 'https'):
@@ -356,6 +359,7 @@ def download(url, local, field, options=None):
         if os.path.exists(part):
             os.remove(part)
         raise StorageError(explain(field, url, e))
+    os.chmod(part, FILE_MODE)
     os.replace(part, local)
     return os.path.getsize(local)
 

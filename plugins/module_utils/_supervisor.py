@@ -69,6 +69,7 @@ import subprocess
 import sys
 import time
 
+from ._files import DIR_MODE, PRIVATE_UMASK
 from ._json_files import now, read_json, remove, write_json, write_text
 from ._task_folder import (CHIEF_FINISHED, CHIEF_NEVER_SEEN, EXIT_FILE, LEADER_UNREACHABLE, LOG_NAME, PID_FILE,
                            STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, UNREACHABLE_CODE, SupervisorError, alive,
@@ -455,7 +456,7 @@ def _daemonize_and_run(spec, env):
     code = 1
     try:
         os.chdir("/")
-        os.umask(0o022)
+        os.umask(PRIVATE_UMASK)  # what the task writes is its user's alone (_files)
         warm = spec.get("warm")
         log = open(os.path.join(spec["dir"], WARM_LOG if warm else LOG_NAME), "w" if warm else "a", buffering=1)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -520,7 +521,7 @@ def start(task_dir, name, command, env=None, env_file=None, env_from_files=None,
     own_tmp = task_env["TMPDIR"] == task_tmp(task_dir)
     if own_tmp:  # emptied: what a killed run left there
         shutil.rmtree(task_env["TMPDIR"], ignore_errors=True)
-        os.makedirs(task_env["TMPDIR"])
+        os.makedirs(task_env["TMPDIR"], mode=DIR_MODE)
 
     # A fresh record: stale files from the previous run must not describe this one.
     for file_name in (EXIT_FILE, TASK_FILE, PID_FILE, SUPERVISOR_PID_FILE):

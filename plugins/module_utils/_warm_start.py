@@ -38,6 +38,7 @@ import subprocess
 import time
 
 from . import _warm_child
+from ._files import FILE_MODE
 from ._json_files import read_json, remove
 from ._task_folder import SupervisorError, alive, inherited_environment, signal_group, wait_gone
 
@@ -87,7 +88,9 @@ def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, war
         listener.listen(count + 4)
         command = child_command(os.path.abspath(python), "--serve", listener.fileno(), int(count), float(warm_for),
                                 *modules)
-        with open(os.path.splitext(socket_path)[0] + ".log", "w") as log:
+        # Its log is private as the tasks' files are (_files; the tasks it forks set their umask: _warm_child.run).
+        log_path = os.path.splitext(socket_path)[0] + ".log"
+        with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w") as log:
             host = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=os.path.dirname(socket_path), env=host_env, start_new_session=True,
                                     pass_fds=[listener.fileno()])

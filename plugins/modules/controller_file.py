@@ -10,7 +10,8 @@ module: controller_file
 short_description: Write a file on the controller, only when its content or mode differs
 description:
   - Writes O(content) to O(path) on the controller, from the controller's own process, creating the missing folders
-    (mode C(0755)). The file is replaced at once (written beside it, then renamed), so that a reader never sees half of it.
+    (mode C(0700), its user's alone). The file is replaced at once (written beside it, then renamed), so that a reader
+    never sees half of it.
   - For the files a deploy keeps on the controller (its inventory sources, its RADL). A copy or template task costs two
     module runs (a stat, then the write); this costs none, whatever the host of the play.
 version_added: 0.5.0
@@ -28,9 +29,9 @@ options:
     type: str
     required: true
   mode:
-    description: Its permissions, in octal (for example V('0600')).
+    description: Its permissions, in octal (for example V('0644')). By default it is its user's alone.
     type: raw
-    default: '0644'
+    default: '0600'
 attributes:
   check_mode:
     support: full

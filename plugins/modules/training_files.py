@@ -14,7 +14,8 @@ description:
     C(CUDA_VISIBLE_DEVICES)).
   - One call per host, whatever its number of tasks (a call per file costs a connection round trip each, most of
     the time a deploy spends before its first step on a host with several tasks).
-  - Files are rewritten only when their content or mode differs.
+  - Files are rewritten only when their content or mode differs. What it makes is the job's user's alone (the user it
+    runs as, who runs the tasks too) - folders C(0700), files C(0600), the dataset and the package included.
 version_added: 0.5.0
 author: tfdist maintainers (@tfdist)
 options:

@@ -290,7 +290,8 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor, _task_folder, _task_plan, _warm_start
+from ansible_collections.tfdist.cluster.plugins.module_utils import (_idle_guard, _json_files, _supervisor, _task_folder,
+                                                                   _task_plan, _warm_start)
 
 
 def launch(p):
@@ -346,8 +347,7 @@ def ensure(p, check_mode):
         launched = launch(p)
     except _supervisor.SupervisorError as e:
         raise TaskError("tfdist-supervise start failed: error: %s" % e, result)
-    with open(os.path.join(p["dir"], _task_plan.HASH_FILE), "w") as f:
-        f.write(result["config_hash"] + "\n")
+    _json_files.write_text(os.path.join(p["dir"], _task_plan.HASH_FILE), result["config_hash"] + "\n")
     result["pid"] = launched.get("pid")
     return result
 

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
+from file_modes import loose_modes
 from processes import free_port_block, tf_processes, wait_until
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
@@ -50,6 +51,10 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     data = np.load(DIGITS)
     predicted = np.argmax(model.predict(data["x"], verbose=0), axis=1)
     assert (predicted == data["y"]).mean() > 0.8
+
+    # What the job wrote (scripts, dataset, logs, checkpoints, model) and what came home are this user's alone.
+    assert loose_modes(artifacts) == []
+    assert loose_modes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
     # Nothing of the job keeps running (the parameter server included).
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)

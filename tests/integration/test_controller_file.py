@@ -17,16 +17,18 @@ def write(path, content, *options, mode=None):
 
 def test_written_once_with_its_folders_and_mode(tmp_path):
     path = tmp_path / "clusters" / "deep" / "demo.local.yml"
-    first = write(path, "all: {}\n", mode="0600")
+    first = write(path, "all: {}\n")
     assert first.returncode == 0 and "CHANGED" in first.stdout, tail(first)
+    # The file and every folder made for it are this user's alone.
     assert path.read_text() == "all: {}\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(path.parent.parent).st_mode) == 0o700
 
     again = write(path, "all: {}\n", mode="0600")
     assert again.returncode == 0 and "SUCCESS" in again.stdout and "CHANGED" not in again.stdout, tail(again)
 
     # Only the mode differs: rewritten too.
-    loose = write(path, "all: {}\n")
+    loose = write(path, "all: {}\n", mode="0644")
     assert "CHANGED" in loose.stdout and stat.S_IMODE(os.stat(path).st_mode) == 0o644, tail(loose)
 
 

@@ -64,7 +64,7 @@ def test_anything_the_module_would_change_sends_the_call_to_it(tmp_path):
     script = job / "tasks" / "worker-1" / "train.py"
     changes = [
         (lambda: script.write_text("print('edited')\n"), "tasks/worker-1/train.py"),
-        (lambda: os.chmod(job / "tasks" / "worker-0" / "task.env", 0o600), "tasks/worker-0/task.env"),
+        (lambda: os.chmod(job / "tasks" / "worker-0" / "task.env", 0o644), "tasks/worker-0/task.env"),
         (lambda: (package / "_cluster.py").write_text("# not the collection's\n"), "_cluster.py"),
     ]
     for change, path in changes:

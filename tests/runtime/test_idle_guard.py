@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _supervisor, _task_folder
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
+from file_modes import loose_modes
 from processes import alive, wait_until
 
 IDLE_SECONDS = 2.0
@@ -138,6 +139,9 @@ def test_heartbeats_keep_the_node_up(guard):
 def test_a_second_call_changes_nothing_and_new_settings_need_no_restart(guard):
     first = guard.start(idle_seconds=20)
     assert first["changed"] and first["started"]
+    # Its settings, heartbeat, log and copy of the package are its user's alone.
+    assert wait_until(lambda: os.path.exists(os.path.join(guard.folder, "task.log")))
+    assert loose_modes(guard.folder) == []
     again = guard.start(idle_seconds=20)
     assert not again["changed"] and not again["started"] and again["pid"] == first["pid"]
     # Check mode says what would change, and changes nothing.

@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
 
@@ -134,13 +135,18 @@ def test_a_failed_leader_announces_nothing(task_dir):
 
 
 def test_output_goes_to_the_log_and_the_exit_code_is_recorded(task_dir):
-    supervise("start", "--name", "chief-0", "--dir", task_dir, "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+    supervise("start", "--name", "chief-0", "--dir", task_dir, "--", "sh", "-c",
+              "echo out; echo err >&2; mkdir made; echo x > made/file; exit 7")
     assert wait_until(lambda: not status(task_dir)["running"])
 
     final = status(task_dir)
     assert (final["returncode"], final["reason"]) == (7, "exited")
     log = open(os.path.join(task_dir, "task.log")).read()
     assert "out\n" in log and "err\n" in log
+    # The log, the records and whatever the task writes are its user's alone.
+    for name in ("task.log", "exit.json", "task.json", "made/file"):
+        assert stat.S_IMODE(os.stat(os.path.join(task_dir, name)).st_mode) == 0o600, name
+    assert stat.S_IMODE(os.stat(os.path.join(task_dir, "made")).st_mode) == 0o700
 
 
 def test_start_refuses_a_running_task_and_a_missing_program(task_dir, tmp_path):

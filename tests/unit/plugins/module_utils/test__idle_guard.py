@@ -132,6 +132,7 @@ def test_the_unit_runs_the_guard_of_its_folder_at_boot_and_again_when_it_fails()
     assert 'ExecStart="/usr/bin/python3" "-m" "tfdist._idle_guard" "--dir" "/root/.tfdist/idle-guard"' in lines
     assert "WorkingDirectory=/root/.tfdist/idle-guard/lib" in lines  # python -m finds the guard's copy there
     assert "StandardOutput=append:/root/.tfdist/idle-guard/task.log" in lines
+    assert "UMask=0077" in lines  # its log is its user's alone, as a supervised guard's
     assert "Restart=on-failure" in lines and "WantedBy=multi-user.target" in lines
     # systemd's quoting: a % starts a specifier, a quote ends the word.
     assert '"/opt/100%%/py\\"3"' in _idle_guard.unit_text('/opt/100%/py"3', "/g")

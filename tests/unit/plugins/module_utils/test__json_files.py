@@ -29,7 +29,7 @@ def test_a_record_replaces_the_file_a_reader_holds_open(tmp_path):
 def test_text_files_and_their_removal(tmp_path):
     path = str(tmp_path / "task.pid")
     _json_files.write_text(path, "42\n")
-    assert open(path).read() == "42\n" and oct(os.stat(path).st_mode & 0o777) == oct(0o644)
+    assert open(path).read() == "42\n" and oct(os.stat(path).st_mode & 0o777) == oct(0o600)
 
     _json_files.remove(path)
     _json_files.remove(path)  # already gone: no error

@@ -2,6 +2,8 @@
 
 import functools
 import http.server
+import os
+import stat
 import threading
 
 import pytest
@@ -48,6 +50,9 @@ def test_upload_then_download_gives_the_same_bytes(tmp_path):
 
     assert size == source.stat().st_size
     assert (tmp_path / "back" / "model.keras").read_bytes() == source.read_bytes()
+    # A copy brought here (a dataset the controller stages, a model) is its user's alone, as the job's own files.
+    assert stat.S_IMODE(os.stat(tmp_path / "back" / "model.keras").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "back").st_mode) == 0o700
 
 
 def test_an_http_dataset_is_downloaded_and_a_missing_one_named(tmp_path):

@@ -61,7 +61,7 @@ def test_changed_files_modes_and_stale_files_are_put_right(run, tmp_path):
     run()
     package = tmp_path / "lib" / "tfdist"
     (package / "train" / "cli.py").write_text("# edited on the node\n")
-    os.chmod(package / "_storage.py", 0o600)
+    os.chmod(package / "_storage.py", 0o644)  # readable by all: put right
     (package / "train" / "old_module.py").write_text("")
     (package / "gone").mkdir()
     (package / "gone" / "x.py").write_text("")
@@ -76,7 +76,7 @@ def test_changed_files_modes_and_stale_files_are_put_right(run, tmp_path):
     assert fixed["written"] == ["_storage.py", "train/cli.py"]
     assert fixed["removed"] == planned["removed"] == ["gone", "train/old_module.py"]
     assert (package / "train" / "__pycache__").exists()  # Python's own
-    assert os.stat(package / "_storage.py").st_mode & 0o777 == 0o644
+    assert os.stat(package / "_storage.py").st_mode & 0o777 == 0o600  # its user's alone
     assert run()["changed"] is False
 
 

@@ -19,6 +19,7 @@ import yaml
 
 from ansible_cli import REPO, run_playbook, tail
 from docker_engine import cluster_containers
+from file_modes import loose_modes
 
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
 # Three nodes that install TensorFlow (about 600 MB), on a 2-core machine, with a wheelhouse to fill the first time.
@@ -85,6 +86,10 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
         assert guard == "active", container.name
         owner = container.exec_run(["stat", "-c", "%U", "/opt/tfdist/venv/bin/python"]).output.decode().strip()
         assert owner == "root", container.name
+        # The job's folders and files, written as root and read by its tasks (root too), are root's alone.
+        loose = container.exec_run(["find", f"/var/lib/tfdist/{name}", "(", "-type", "d", "!", "-perm", "700", ")",
+                                    "-o", "(", "-type", "f", "!", "-perm", "600", ")", "-print"])
+        assert (loose.exit_code, loose.output.decode()) == (0, ""), container.name
 
     artifacts = os.path.join(REPO, "artifacts", name)
     with open(os.path.join(artifacts, "summary.json")) as handle:
@@ -97,6 +102,8 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     model = keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     digits = np.load(os.path.join(REPO, "roles", "training", "files", "data", "digits.npz"))
     assert (model.predict(digits["x"], verbose=0).argmax(1) == digits["y"]).mean() > 0.8
+    # Brought home through sudo (fetch reads root's files with slurp), they are this user's alone here too.
+    assert loose_modes(artifacts) == []
 
     # The same deploy again: everything is in place and the job is done, so no node changes.
     again = run_playbook(*deploy, env=env)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -98,9 +98,9 @@ class AzureAccess(ClusterAccess):
 
     NSG_API = '2023-09-01'
 
-    def _nsg_path(self):
+    def _nsg_path(self, name=None):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s'
-                % (self.driver.subscription_id, self._option('resource_group'), self.name))
+                % (self.driver.subscription_id, self._option('resource_group'), name or self.name))
 
     def _nics_path(self):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkInterfaces'
@@ -110,8 +110,8 @@ class AzureAccess(ClusterAccess):
         return ('/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s'
                 % (self.driver.subscription_id, self._option('resource_group'), self._option('network')))
 
-    def _subnet_path(self):
-        return '%s/subnets/%s' % (self._network_path(), self.name)
+    def _subnet_path(self, name=None):
+        return '%s/subnets/%s' % (self._network_path(), name or self.name)
 
     def _option(self, key):
         if not self.options.get(key):
@@ -213,22 +213,28 @@ class AzureAccess(ClusterAccess):
         if subnet is None or not behind:
             self.changed('subnet %s (%s)' % (self.name, prefix))
             if not check_mode:
-                # Subnets carry no tags: the name tfdist-<cluster> says whose it is.
+                # Subnets carry no tags: the name tfdist-<cluster>[-<owner's part>] says whose it is.
                 self._put(self._subnet_path(), {'properties': {
                     'addressPrefix': prefix, 'networkSecurityGroup': {'id': self._nsg_path()}}})
 
-    def _loose_nics(self):
-        """The NICs on the cluster's subnet that no VM holds: libcloud makes a node's NIC before its VM, so a create
+    def _loose_nics(self, name):
+        """The NICs on the subnet `name` that no VM holds: libcloud makes a node's NIC before its VM, so a create
         that failed leaves one, and it keeps the subnet in use for good."""
-        subnet = self._subnet_path().lower()
+        subnet = self._subnet_path(name).lower()
         return [nic for nic in (self._get(self._nics_path()) or {}).get('value') or []
                 if not (nic.get('properties') or {}).get('virtualMachine')
                 and subnet in [nic_subnet(config) for config in (nic.get('properties') or {}).get('ipConfigurations') or []]]
 
     def absent(self, check_mode=False):
         from libcloud.common.exceptions import BaseHTTPError
-        doomed = [('network interface %s' % nic.get('name'), nic.get('id')) for nic in self._loose_nics()]
-        doomed += [('subnet %s' % self.name, self._subnet_path()), ('network security group %s' % self.name, self._nsg_path())]
+        # This controller's: its own names, and the unmarked ones of a cluster made before owners were marked where
+        # that is this controller's too (_access.ClusterAccess.owns).
+        names = list(dict.fromkeys([self.name] + ([self.unmarked_name] if self.owns(None) else [])))
+        doomed = [('network interface %s' % nic.get('name'), nic.get('id')) for name in names
+                  for nic in self._loose_nics(name)]
+        for name in names:
+            doomed += [('subnet %s' % name, self._subnet_path(name)),
+                       ('network security group %s' % name, self._nsg_path(name))]
         for what, path in doomed:
             if self._get(path) is None:
                 continue
@@ -244,28 +250,32 @@ class AzureAccess(ClusterAccess):
 
     @classmethod
     def found(cls, driver, options):
-        """Every cluster's network security groups (tagged tfdist_cluster, or named tfdist-<cluster>) in the resource
-        group, and their subnets (named tfdist-<cluster>) in the virtual network: options resource_group and network."""
+        """Every cluster's network security groups (tagged tfdist_cluster, or named tfdist-<cluster>[-<owner's part>])
+        in the resource group, and their subnets (so named) in the virtual network: options resource_group and
+        network. The owner's mark is the group's tfdist_owner tag, else the owner's part of the name; a NIC has its
+        subnet's."""
         access = cls(driver, 'audit', [], [], options=options)
         found = []
         groups = access._get(access._nsg_path().rpartition('/')[0]) or {}
         for group in groups.get('value') or []:
-            cluster = (group.get('tags') or {}).get(TAG_CLUSTER) or access_cluster(group.get('name'))
-            if cluster:
-                found.append(('network security group', group.get('id'), group.get('name'), cluster))
+            tags = group.get('tags') or {}
+            cluster, part = access_parts(group.get('name'))
+            if tags.get(TAG_CLUSTER) or cluster:
+                found.append(('network security group', group.get('id'), group.get('name'),
+                              tags.get(TAG_CLUSTER) or cluster, tags.get(TAG_OWNER) or part))
         subnets = access._get(access._subnet_path().rpartition('/')[0]) or {}
         for subnet in subnets.get('value') or []:
-            cluster = access_cluster(subnet.get('name'))
+            cluster, part = access_parts(subnet.get('name'))
             if cluster:
-                found.append(('subnet', subnet.get('id'), subnet.get('name'), cluster))
+                found.append(('subnet', subnet.get('id'), subnet.get('name'), cluster, part))
         # A node's NIC (<node>-nic, on the cluster's subnet) outlives it when its VM was never made or destroy stopped.
         for nic in (access._get(access._nics_path()) or {}).get('value') or []:
             named = NODE_NAME_RE.match(str(nic.get('name') or '').rpartition('-nic')[0])
-            on = [access_cluster(nic_subnet(config).rpartition('/')[2])
+            on = [access_parts(nic_subnet(config).rpartition('/')[2])
                   for config in (nic.get('properties') or {}).get('ipConfigurations') or []]
-            cluster = next((c for c in on if c), named.group('cluster') if named else None)
+            cluster, part = next((parts for parts in on if parts[0]), (named.group('cluster') if named else None, None))
             if cluster:
-                found.append(('network interface', nic.get('id'), nic.get('name'), cluster))
+                found.append(('network interface', nic.get('id'), nic.get('name'), cluster, part))
         return found
 
     @staticmethod

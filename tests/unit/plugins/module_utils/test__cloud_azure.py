@@ -15,7 +15,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from libcloud.compute.drivers import azure_arm
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import free_prefix
+from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_azure import AzureAccess, free_prefix
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     TfdistCloudError,
     access_for,
@@ -172,6 +172,45 @@ def test_the_group_carries_the_owners_mark(azure):
     assert azure.get(azure.nsg_of(access.name))["tags"] == {"tfdist_cluster": "demo", "tfdist_owner": "1f3a" * 8}
 
 
+MINE, THEIRS = "1f3a2b" + "0" * 26, "9c8d7e" + "0" * 26
+
+
+def test_the_audit_reads_each_resources_owner_from_its_tag_or_name(azure):
+    access = azure_access(azure, "demo", owner=MINE)
+    access.present(PUBKEY)
+    azure.put_nic("demo-worker-1-nic", azure.subnet_of(access.name))  # a create that failed left it
+
+    found = sorted(AzureAccess.found(azure.driver, dict(AzureCloud.OPTIONS)))
+
+    assert [(kind, name, cluster, owner) for kind, ident, name, cluster, owner in found] == [
+        ("network interface", "demo-worker-1-nic", "demo", "1f3a2b"),
+        ("network security group", "tfdist-demo-1f3a2b", "demo", MINE),
+        ("subnet", "tfdist-demo-1f3a2b", "demo", "1f3a2b")]
+
+
+def test_destroy_removes_this_controllers_subnet_and_group_only(azure):
+    mine, theirs = azure_access(azure, "demo", owner=MINE), azure_access(azure, "demo", owner=THEIRS)
+    mine.present(PUBKEY)
+    theirs.present(PUBKEY)
+
+    azure_access(azure, "demo", owner=MINE).absent()
+
+    assert azure.get(azure.subnet_of(mine.name)) is None and azure.get(azure.nsg_of(mine.name)) is None
+    assert azure.get(azure.subnet_of(theirs.name))["properties"]["addressPrefix"] == "10.0.2.0/24"
+    assert azure.get(azure.nsg_of(theirs.name)) is not None
+
+
+def test_destroy_of_a_cluster_made_before_owners_removes_its_unmarked_subnet_where_told(azure):
+    azure_access(azure, "demo").present(PUBKEY)  # named tfdist-demo, no owner's mark
+
+    azure_access(azure, "demo", owner=MINE).absent()
+    assert azure.get(azure.subnet_of("tfdist-demo")) is not None
+
+    access_for(azure.driver, "demo", [], [], "azureuser", dict(AzureCloud.OPTIONS), owner=MINE,
+               own_unmarked=True).absent()
+    assert azure.get(azure.subnet_of("tfdist-demo")) is None and azure.get(azure.nsg_of("tfdist-demo")) is None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Nodes powered off from inside: deallocated by the next contact. libcloud's azure_arm says `paused` for Azure's
 # PowerState/stopped (allocated, billed) and `stopped` for PowerState/deallocated.
@@ -271,3 +310,15 @@ def test_audit_in_check_mode_says_what_it_would_deallocate_and_posts_nothing(run
     assert [line for line in result["report"] if "powered off" in line] == [
         "node demo-worker-0 was powered off but still allocated, billed as if it ran: would be deallocated "
         "(check mode)"]
+
+
+def test_audit_leaves_another_controllers_powered_off_node_of_a_cluster_of_the_same_name(run, nodes):
+    nodes.add_vm("demo-worker-2", "stopped", dict(tags("demo", "worker", 2), tfdist_owner=THEIRS))
+    nodes.add_vm("demo-worker-3", "stopped", dict(tags("demo", "worker", 3), tfdist_owner=MINE))
+
+    result = run(libcloud_audit, known_clusters=["demo"], owner=MINE, options=dict(AzureCloud.OPTIONS))
+
+    # Ours: the one marked ours, and the unmarked one of a cluster whose inventory source is here.
+    assert result["deallocated"] == ["demo-worker-0", "demo-worker-3"]
+    assert posts(nodes) == ["demo-worker-0 deallocate", "demo-worker-3 deallocate"]
+    assert nodes.power[nodes.vm_path("demo-worker-2").lower()] == "stopped"

@@ -49,3 +49,23 @@ def wait_until(predicate, timeout=20.0):
             return True
         time.sleep(0.1)
     return False
+
+
+def listening_ports():
+    """The TCP ports something listens on in this process's network namespace (the machine's own, for a test), as
+    `ss -ltn` shows them: /proc/net/tcp and tcp6, state 0A (LISTEN)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        ports.update(int(row.split()[1].rsplit(":", 1)[1], 16) for row in rows if row.split()[3] == "0A")
+    return ports
+
+
+def process_environment(pid):
+    """The environment process pid started with (/proc/PID/environ)."""
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        return dict(item.decode(errors="replace").partition("=")[::2] for item in f.read().split(b"\0") if item)

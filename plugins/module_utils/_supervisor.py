@@ -50,6 +50,10 @@ An evaluator's last evaluation, or a worker that ends its own loop, keeps --gone
 A warm start (_warm_start): warm() starts the supervisor of a task ahead of its launch, with the task's Python
 already importing the heavy modules (TensorFlow) and waiting; the next start() of that folder hands it the task.
 
+A task whose job folder has a network namespace (_netns: a cluster on cloud=local) runs in it with its supervisor,
+whose probes of the leader's port and end announcement stay inside; the task's environment is task_environment()'s
+(_task_folder): what it needs, never the starting process's credentials.
+
 Exit codes of the command: 0 success; 1 usage error or the task could not be started (message on
 stderr); `status` and `stop` always print JSON.
 
@@ -71,6 +75,7 @@ import time
 
 from ._files import DIR_MODE, PRIVATE_UMASK
 from ._json_files import now, read_json, remove, write_json, write_text
+from ._netns import enter
 from ._task_folder import (CHIEF_FINISHED, CHIEF_NEVER_SEEN, EXIT_FILE, LEADER_UNREACHABLE, LOG_NAME, PID_FILE,
                            STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, UNREACHABLE_CODE, SupervisorError, alive,
                            group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
@@ -447,8 +452,14 @@ def _daemonize_and_run(spec, env):
         message = message or "error: the supervisor exited before starting the task"
         raise SupervisorError(message[len("error: "):] if message.startswith("error: ") else message)
 
-    # First child: new session, then fork again so the supervisor can never get a terminal.
+    # First child: into the cluster's network namespace if it has one (_netns: single-threaded, as a child after a fork
+    # is), new session, then fork again so the supervisor can never get a terminal.
     os.close(read_fd)
+    try:
+        enter(spec["dir"])
+    except SupervisorError as e:
+        os.write(write_fd, ("error: %s" % e).encode())
+        os._exit(1)
     os.setsid()
     if os.fork() > 0:
         os._exit(0)

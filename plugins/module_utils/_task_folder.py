@@ -276,15 +276,28 @@ def task_tmp(task_dir):
     return os.path.join(task_dir, TMP_DIR)
 
 
-# What a login session sets for itself: they differ between two tasks started through the same connection (sudo's
-# SUDO_COMMAND names Ansible's temporary module file) and mean nothing to a task that outlives the session.
-SESSION_VARIABLES = frozenset(("SUDO_COMMAND", "SUDO_USER", "SUDO_UID", "SUDO_GID", "SUDO_HOME", "SSH_CLIENT",
-                               "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", "OLDPWD", "SHLVL", "_"))
+# What a task (and its warm start) inherits from the process that starts it: where its programs, libraries and GPUs
+# are, who and where it is, its locale, and the TF and tfdist variables. Nothing else: the controller's cloud
+# credentials (AWS_*, GOOGLE_*, AZURE_*, OS_*...) on cloud=local, a login session's variables (sudo's SUDO_COMMAND
+# names Ansible's temporary module file: it would differ between two tasks). A task gets more through its own
+# environment (training_env: the training_task module's env, and its env_file).
+INHERITED_VARIABLES = frozenset(("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH"))
+INHERITED_PREFIXES = ("LC_", "TF_", "TFDIST_", "CUDA_")
+# TF_ is Terraform's prefix too, and its tokens are credentials (TF_TOKEN_app_terraform_io).
+TERRAFORM_PREFIXES = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_LOG", "TF_WORKSPACE", "TF_DATA_DIR", "TF_IN_AUTOMATION",
+                      "TF_INPUT", "TF_REGISTRY_", "TF_PLUGIN_")
+
+
+def inherited(name):
+    """Whether a task inherits the variable `name` from the process that starts it (see INHERITED_VARIABLES)."""
+    if name.startswith(TERRAFORM_PREFIXES):
+        return False
+    return name in INHERITED_VARIABLES or name.startswith(INHERITED_PREFIXES)
 
 
 def inherited_environment():
-    """The environment a task (and its warm start) inherits from this process: all of it but the login session's."""
-    return {key: value for key, value in os.environ.items() if key not in SESSION_VARIABLES}
+    """The environment a task (and its warm start) inherits from this process: the variables inherited() names."""
+    return {key: value for key, value in os.environ.items() if inherited(key)}
 
 
 def task_environment(task_dir, env=None, env_file=None):

@@ -40,6 +40,7 @@ import time
 from . import _warm_child
 from ._files import FILE_MODE
 from ._json_files import read_json, remove
+from ._netns import join, namespace_of
 from ._task_folder import SupervisorError, alive, inherited_environment, signal_group, wait_gone
 
 WARM_FILE = "warm.json"
@@ -78,6 +79,7 @@ def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, war
     """
     socket_path = os.path.abspath(socket_path)
     remove(socket_path)
+    namespace = namespace_of(os.path.dirname(socket_path))  # its tasks run in their job folder's (see _netns)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     host_env = inherited_environment()
     host_env.update({str(key): str(value) for key, value in (env or {}).items()})
@@ -93,8 +95,9 @@ def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, war
         with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w") as log:
             host = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=os.path.dirname(socket_path), env=host_env, start_new_session=True,
-                                    pass_fds=[listener.fileno()])
-    except OSError as e:
+                                    pass_fds=[listener.fileno()],
+                                    preexec_fn=(lambda: join(namespace)) if namespace else None)
+    except (OSError, subprocess.SubprocessError) as e:
         remove(socket_path)
         raise SupervisorError("cannot start a warm host at %s: %s" % (socket_path, e))
     finally:

@@ -20,6 +20,8 @@ description:
   - A launch hands the task to the warm start that M(tfdist.cluster.training_files) left in O(dir) when it wrote the
     task's files (its Python has imported TensorFlow meanwhile); the task's log, record and return code are those of
     a cold start. O(state=stopped) and O(state=absent) end such a warm start.
+  - A task whose job folder (two folders above O(dir)) keeps a network namespace (M(tfdist.cluster.local_network), a
+    cluster on cloud=local) runs in it, with its supervisor; one whose namespace is gone is not started.
   - The configuration is a SHA-256 of O(command), O(env), O(chdir), the stop-when-gone settings and
     the contents of O(env_file), O(env_from_files) and O(watch_files), unless O(config_hash) is given.
     It is kept in O(dir)/config.sha256.
@@ -97,6 +99,10 @@ options:
     description:
       - Extra environment variables of the task. Values may be secrets, so they are never logged;
         they reach the task through the supervisor's environment, not through a file or its command line.
+      - Of the environment of the module's process a task inherits only C(PATH), C(HOME), C(USER), C(LOGNAME), the
+        locale (C(LANG), C(LANGUAGE), C(LC_*), C(TZ)), C(LD_LIBRARY_PATH) and the C(TF_*) (but Terraform's),
+        C(TFDIST_*) and C(CUDA_*) variables; anything else (cloud credentials above all) only from here or
+        O(env_file).
       - Ansible masks every occurrence of these values in the module's result, so a short value such as V(1)
         garbles it (pids, times); pass values that are not secret with O(env_file) or O(env_from_files).
       - Unless set here or in O(env_file), C(TMPDIR) is the folder C(tmp) in the task's O(dir), removed when the

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
 from file_modes import loose_modes
-from processes import free_port_block, tf_processes, wait_until
+from processes import alive, free_port_block, listening_ports, process_environment, tf_processes, wait_until
 
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
@@ -56,9 +56,11 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     assert loose_modes(artifacts) == []
     assert loose_modes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
-    # Nothing of the job keeps running (the parameter server included).
+    # Nothing of the job keeps running (the parameter server included); the cluster's network namespace stays.
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
     assert tf_processes(job_dir) == []
+    holder = read_json(os.path.join(job_dir, "network.json"))["pid"]
+    assert alive(holder)
 
     # The cluster shows in the inventory, grouped by TF role.
     graph = run_inventory("--graph", check=True).stdout
@@ -81,6 +83,7 @@ def test_deploy_trains_collects_and_resumes(cluster_name, keras):
     assert gone.returncode == 0, tail(gone)
     assert not os.path.exists(os.path.join(REPO, "inventories", "clusters", f"{cluster_name}.local.yml"))
     assert not os.path.exists(job_dir)
+    assert not alive(holder)
     assert os.path.exists(os.path.join(artifacts, "model", "model.keras"))
 
 
@@ -88,8 +91,13 @@ def test_own_script_with_classic_flags_and_teardown(cluster_name, keras):
     base = free_port_block(3)
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                           "tf_workers=1", "tf_ps=1", "tf_script=examples/own_script_flags.py",
-                          "tf_script_interface=flags", "teardown=true")
+                          "tf_script_interface=flags", "teardown=true", "local_isolated=false")
     assert result.returncode == 0, tail(result)
+    # A script of your own that must reach the network: its tasks run in this machine's, and the user is told what
+    # that opens.
+    said = " ".join((result.stdout + result.stderr).split())
+    assert ("cloud=local with local_isolated=false: the tasks run in this machine's network. TensorFlow listens on "
+            "every interface, so the cluster's TF ports (%d, %d, %d) are open" % (base, base + 1, base + 2)) in said
 
     artifacts = os.path.join(REPO, "artifacts", cluster_name)
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
@@ -130,10 +138,18 @@ def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_n
     common = [f"cluster_name={cluster_name}", f"tf_port_base={base}", "tf_workers=2", "tf_ps=1", "tf_train_steps=10000"]
     job_dir = os.path.join(REPO, ".cache", "run", cluster_name)
     tasks = ("chief-0", "worker-0", "worker-1", "ps-0")
-    first = start_playbook("playbooks/deploy.yml", *common)
+    # The controller's cloud credentials: no task may see them.
+    first = start_playbook("playbooks/deploy.yml", *common, env={"AWS_SECRET_ACCESS_KEY": "controller-secret-0000"})
     try:
         assert wait_until(lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 100,
                           timeout=300), "the job never reached step 100"
+        # While it trains, this machine's network shows none of its TF ports (they are in the cluster's namespace),
+        # and the tasks' environments hold none of the controller's AWS variables.
+        assert not set(range(base, base + 4)) & listening_ports()
+        for task in tasks:
+            environment = process_environment(read_json(os.path.join(job_dir, "tasks", task, "task.json"))["pid"])
+            assert not [name for name in environment if name.startswith("AWS_")], (task, sorted(environment))
+            assert "controller-secret-0000" not in environment.values()
         os.kill(first.pid, signal.SIGINT)  # what Ctrl-C does to ansible-playbook
         output = first.communicate(timeout=120)[0]
     finally:
@@ -143,9 +159,11 @@ def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_n
     runs = {task: read_json(os.path.join(job_dir, "tasks", task, "task.json"))["started_at"] for task in tasks}
     assert (read_json(os.path.join(job_dir, "status.json")) or {}).get("state") == "running", "the job ended too soon"
 
+    holder = read_json(os.path.join(job_dir, "network.json"))["pid"]
     started = time.time()
     again = run_playbook("playbooks/deploy.yml", *common)
     assert again.returncode == 0, tail(again)
+    assert read_json(os.path.join(job_dir, "network.json"))["pid"] == holder  # the job's namespace, kept
     print("re-run %.1f s" % (time.time() - started))
     # It watched the job it found (progress lines), and that job is the only one: every task's run is the one
     # the first deploy launched, started once.

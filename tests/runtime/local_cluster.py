@@ -195,16 +195,20 @@ def prepare(work_dir, tasks, **training):
     return dirs
 
 
-def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), **training):
+def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), env=None, **training):
     """Lay down and start every task as the training role launches them (_cluster.launches: servers first, the
-    leader last, announcing its end on its port); returns {name: task_dir}."""
+    leader last, announcing its end on its port); returns {name: task_dir}. env: the tasks' own variables (the role's
+    training_env), in an environment file."""
     dirs = prepare(work_dir, tasks, **training)
+    env_file = os.path.join(work_dir, "training.env")
+    with open(env_file, "w") as f:
+        f.writelines("%s=%s\n" % item for item in sorted((env or {}).items()))
     split = model_tasks(tasks)
     model = _cluster()
     planned = model.launches(split, work_dir, "job", model.cluster_spec(split), model.leader(split), sys.executable,
                              script_args=extra_args)
     for task, launch in zip(model.launch_order(split), planned):
-        args = ["start", "--name", task["name"], "--dir", launch["dir"],
+        args = ["start", "--name", task["name"], "--dir", launch["dir"], "--env-file", env_file,
                 "--env-from-file", "TF_CONFIG=%s" % launch["env_from_files"]["TF_CONFIG"]]
         if launch["stop_when_gone"]:
             # An evaluator ends by itself after the last checkpoint: give it time to read that one.

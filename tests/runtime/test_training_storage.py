@@ -34,24 +34,29 @@ def scalars(logdir):
 
 
 @pytest.fixture
-def bucket(ec2_emulator, monkeypatch):
-    """An S3 bucket on the emulator; the tasks get the standard AWS variables (as training_env would)."""
-    for key, value in ec2_emulator.env.items():
-        monkeypatch.setenv(key, value)
+def bucket(ec2_emulator):
+    """An S3 bucket on the emulator."""
     ec2_emulator.boto3_client("s3").create_bucket(Bucket="jobs")
     return ec2_emulator.boto3_client("s3")
+
+
+@pytest.fixture
+def aws_env(ec2_emulator):
+    """The standard AWS variables of the emulator, for the tasks' own environment (as training_env gives them): a task
+    inherits none from the process that starts it."""
+    return ec2_emulator.env
 
 
 def keys(s3, prefix):
     return sorted(o["Key"][len(prefix):] for o in s3.list_objects_v2(Bucket="jobs", Prefix=prefix).get("Contents", []))
 
 
-def test_checkpoints_and_model_at_a_url_let_a_new_cluster_resume(bucket, tmp_path):
+def test_checkpoints_and_model_at_a_url_let_a_new_cluster_resume(bucket, aws_env, tmp_path):
     urls = {"checkpoint_url": "s3://jobs/run-1/checkpoints", "model_url": "s3://jobs/run-1/model"}
     first = tmp_path / "first-cluster"
     dirs = {}
     try:
-        dirs = run_job(first, lc.layout(workers=2, ps=1), steps=400, checkpoint_every=50, **urls)
+        dirs = run_job(first, lc.layout(workers=2, ps=1), steps=400, checkpoint_every=50, env=aws_env, **urls)
     finally:
         lc.stop_all(dirs)
 
@@ -71,7 +76,7 @@ def test_checkpoints_and_model_at_a_url_let_a_new_cluster_resume(bucket, tmp_pat
     # A new cluster (an empty work folder) resumes from the bucket, not from step 0.
     second = tmp_path / "second-cluster"
     try:
-        dirs = run_job(second, lc.layout(workers=2, ps=1), steps=500, checkpoint_every=50, **urls)
+        dirs = run_job(second, lc.layout(workers=2, ps=1), steps=500, checkpoint_every=50, env=aws_env, **urls)
     finally:
         lc.stop_all(dirs)
     result = read_json(second / "result.json")
@@ -81,10 +86,10 @@ def test_checkpoints_and_model_at_a_url_let_a_new_cluster_resume(bucket, tmp_pat
     assert json.loads(bucket.get_object(Bucket="jobs", Key="run-1/model/result.json")["Body"].read())["steps"] == 500
 
 
-def test_a_bucket_that_does_not_exist_stops_the_job_before_training(bucket, tmp_path):
+def test_a_bucket_that_does_not_exist_stops_the_job_before_training(bucket, aws_env, tmp_path):
     tasks = lc.layout(workers=0, ps=0)
     dirs = lc.start_cluster(str(tmp_path), tasks, strategy="multi_worker_mirrored", steps=20,
-                            model_url="s3://no-such-bucket/m")
+                            model_url="s3://no-such-bucket/m", env=aws_env)
     try:
         chief = lc.wait_exit(dirs["chief-0"], TIMEOUT)
     finally:
@@ -116,7 +121,7 @@ def test_tensorboard_gets_the_training_loss_and_the_evaluator_accuracy(tmp_path)
     assert found["eval/accuracy"][-1][0] == 200 and found["eval/accuracy"][-1][1] > 0.8
 
 
-def test_data_at_a_url_is_read_again_when_it_changes(bucket, tmp_path):
+def test_data_at_a_url_is_read_again_when_it_changes(bucket, aws_env, tmp_path):
     with np.load(lc.DIGITS) as digits:
         x, y = digits["x"], digits["y"]
     for rows, steps in ((len(x), 20), (1000, 40)):  # the same URL, new content on the second run
@@ -126,7 +131,7 @@ def test_data_at_a_url_is_read_again_when_it_changes(bucket, tmp_path):
         dirs = {}
         try:
             dirs = run_job(tmp_path / "job", lc.layout(workers=0, ps=0), strategy="multi_worker_mirrored",
-                           steps=steps, data="s3://jobs/datasets/d.npz")
+                           steps=steps, data="s3://jobs/datasets/d.npz", env=aws_env)
         finally:
             lc.stop_all(dirs)
         result = read_json(tmp_path / "job" / "result.json")

@@ -20,6 +20,7 @@ import os, sys
 print("report " + __import__("json").dumps({
     "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "name": __name__,
     "tf_config": os.environ.get("TF_CONFIG"), "color": os.environ.get("COLOR"),
+    "tfdist_color": os.environ.get("TFDIST_COLOR"),
     "warm_module_loaded": "decimal" in sys.modules, "tmp": __import__("tempfile").gettempdir()}))
 if len(sys.argv) > 2:
     raise RuntimeError(sys.argv[2])
@@ -69,7 +70,7 @@ def test_a_warm_start_runs_the_script_in_the_python_that_imported_the_modules(jo
     assert (status["returncode"], status["reason"], status["pid"]) == (3, "exited", warm["pid"])
     seen, log = report(task_dir)
     assert seen == {"argv": [script, "3"], "cwd": task_dir, "path0": os.path.dirname(script), "name": "__main__",
-                    "tf_config": '{"task": {"type": "chief", "index": 0}}', "color": "blue",
+                    "tf_config": '{"task": {"type": "chief", "index": 0}}', "color": "blue", "tfdist_color": None,
                     "warm_module_loaded": True, "tmp": os.path.join(task_dir, "tmp")}
     assert "warm start: decimal imported since" in log and "task ended: returncode 3 (exited)" in log
     assert not os.path.exists(os.path.join(task_dir, _warm_start.WARM_FILE))
@@ -133,7 +134,8 @@ def test_a_nodes_copy_of_the_package_warms_a_task_and_launches_it(job, tmp_path)
     _files.lay_down(_files.package_root(str(lib)), files)
     payload = tmp_path / "payload.zip"
     payload.write_bytes(_files.zip_package(files))
-    env = dict(os.environ, PYTHONPATH=str(lib), COLOR="blue")  # the same for both: no variable differs
+    # The same for both: no variable differs (COLOR, no variable a task inherits, reaches neither; a tfdist one does).
+    env = dict(os.environ, PYTHONPATH=str(lib), COLOR="blue", TFDIST_COLOR="green")
     warm_from_zip = ("import json, sys; sys.path.insert(0, sys.argv[1]); from tfdist import _supervisor; "
                      "print(json.dumps(_supervisor.warm(sys.argv[2], sys.executable, ['decimal'])))")
     warmed = subprocess.run([sys.executable, "-c", warm_from_zip, str(payload), task_dir], env=env, capture_output=True,
@@ -149,7 +151,8 @@ def test_a_nodes_copy_of_the_package_warms_a_task_and_launches_it(job, tmp_path)
     status = ended(task_dir)
     assert (status["returncode"], status["reason"], status["pid"]) == (3, "exited", warm["pid"])
     seen, log = report(task_dir)
-    assert seen["warm_module_loaded"] is True and seen["argv"] == [script, "3"] and seen["color"] == "blue"
+    assert seen["warm_module_loaded"] is True and seen["argv"] == [script, "3"]
+    assert (seen["color"], seen["tfdist_color"]) == (None, "green")
     assert "warm start: decimal imported since" in log
 
 

@@ -109,17 +109,29 @@ def test_a_tasks_environment_has_its_own_temporary_folder_then_env_then_the_env_
         _task_folder.task_environment(task_dir, env_file=str(tmp_path / "missing"))
 
 
-def test_a_task_inherits_the_environment_but_not_the_login_session_that_started_it(tmp_path, monkeypatch):
+def test_a_task_inherits_only_what_it_needs_never_cloud_credentials_nor_the_login_session(tmp_path, monkeypatch):
+    for name in [name for name in os.environ if name not in ("PATH", "HOME")]:
+        monkeypatch.delenv(name)  # only what this test sets
+    # On cloud=local the controller's cloud credentials are in its environment: a task must never see them.
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "GOOGLE_APPLICATION_CREDENTIALS", "GCE_CREDENTIALS_FILE",
+                 "AZURE_SECRET", "OS_PASSWORD", "HTTPS_PROXY", "TRAINING_FLAG", "TF_TOKEN_app_terraform_io",
+                 "TF_VAR_db_password"):
+        monkeypatch.setenv(name, "from-the-controller")
     # Under become, sudo names Ansible's temporary module file in SUDO_COMMAND: a task's warm start, prepared by one
     # module run, would never match the task started by the next one.
     monkeypatch.setenv("SUDO_COMMAND", "/bin/sh -c python3 /home/debian/.ansible/tmp/ansible-tmp-1/AnsiballZ_x.py")
     monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 50022 10.0.0.2 22")
-    monkeypatch.setenv("TRAINING_FLAG", "kept")
+    kept = {"PATH": "/opt/tfdist/venv/bin:/usr/bin", "HOME": "/home/me", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "TF_CPP_MIN_LOG_LEVEL": "2", "TFDIST_HOME": "/srv/tfdist", "CUDA_VISIBLE_DEVICES": "1",
+            "LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}
+    for name, value in kept.items():
+        monkeypatch.setenv(name, value)
 
-    env = _task_folder.task_environment(str(tmp_path / "worker-0"))
+    env = _task_folder.task_environment(str(tmp_path / "worker-0"), {"AWS_ACCESS_KEY_ID": "the job's own"})
 
-    assert "SUDO_COMMAND" not in env and "SSH_CONNECTION" not in env
-    assert env["TRAINING_FLAG"] == "kept" and env["PATH"] == os.environ["PATH"]
+    assert sorted(set(env) - set(kept)) == ["AWS_ACCESS_KEY_ID", "PYTHONUNBUFFERED", "TMPDIR"]
+    assert env["AWS_ACCESS_KEY_ID"] == "the job's own"  # training_env, given on purpose
+    assert all(env[name] == value for name, value in kept.items())
 
 
 def test_a_group_of_zombies_is_no_longer_alive():

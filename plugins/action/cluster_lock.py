@@ -15,6 +15,7 @@ ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},
     "cluster": {"type": "str", "required": True},
     "wait": {"type": "int", "default": 0},
+    "keep_with": {"type": "str", "default": ""},
 }
 
 
@@ -41,7 +42,7 @@ class ActionModule(ActionBase):
         # This task runs in a worker that Ansible forks for it from the ansible-playbook process: the lock is held for
         # that process, the worker's parent, until it ends.
         try:
-            answer = take(args["path"], os.getppid(), args["wait"])
+            answer = take(args["path"], os.getppid(), args["wait"], args["keep_with"])
         except (OSError, RuntimeError) as error:
             raise AnsibleActionFail("path: cannot lock %s: %s" % (args["path"], error)) from None
         holder = answer.get("holder") or {}

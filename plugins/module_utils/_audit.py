@@ -166,7 +166,8 @@ def untouched(resources, cloud, owner, known_clusters=None, named=()):
     lines = []
     for (cluster, state, other), items in _groups(resources, owner, known_clusters, named):
         if state == OTHERS:
-            lines.append('cluster %s on %s belongs to another controller (%s): not touched' % (cluster, cloud, show(other)))
+            lines.append('cluster %s on %s belongs to another controller (%s): not touched'
+                         % (cluster, cloud, show(other)))
         elif state == UNMARKED:
             lines.append("cluster %s on %s: %d resource(s) without an owner's mark (made before tfdist 0.5.0) and no "
                          "inventory source on this controller: not touched" % (cluster, cloud, len(items)))

@@ -15,7 +15,7 @@ description:
     that holds it (its pid and command line).
   - The lock is held by a small process of its own that ends with the playbook's process. Another task of the same
     playbook (a deploy's teardown) finds the lock already its own and goes on.
-  - The file keeps who last held the lock (JSON); it is never removed.
+  - The file keeps who holds the lock (JSON). When the playbook ends and nothing matches O(keep_with), it is removed.
 version_added: 0.5.0
 author: tfdist maintainers (@tfdist)
 extends_documentation_fragment:
@@ -34,6 +34,12 @@ options:
     description: How many seconds to wait for another run to release the lock before failing; V(0) fails at once.
     type: int
     default: 0
+  keep_with:
+    description:
+      - A file name pattern (a glob) on the controller, for example the cluster's inventory source. When the playbook
+        ends and nothing matches it, the lock file is removed (a destroyed cluster leaves none); empty, it is kept.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full

@@ -10,12 +10,17 @@ descriptor of it closes, so the lock goes with the playbook however that ends (d
 holder if it is killed itself. A second task of the same playbook (a deploy's teardown runs destroy's tasks) finds
 its own playbook named in the file and goes on.
 
+A destroyed cluster leaves no lock file: once its playbook has ended, the holder removes the file, still holding the
+lock, when nothing matches `keep_with` (the cluster's inventory source). A run that was waiting on that file finds it
+gone once it gets the lock, and takes the lock of the path anew.
+
 Private to the collection (leading underscore): the API may change between releases.
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import select
@@ -82,16 +87,27 @@ def wait_for_end(pid):
             time.sleep(POLL)
 
 
-def hold(path, playbook_pid, wait, answer):
+def still_there(fd, path):
+    """Whether the open file `fd` is still the one at `path` (a holder removes the file of a destroyed cluster)."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def hold(path, playbook_pid, wait, answer, keep_with=''):
     """Take the lock at `path` for process `playbook_pid`, waiting up to `wait` seconds; write one JSON answer to the
     file object `answer` ({state: locked, held (by this playbook already) or busy, holder}), then, once locked, hold
-    the lock until that process ends."""
+    the lock until that process ends, and remove the file if nothing then matches the pattern `keep_with`."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + wait
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
+            if still_there(fd, path):
+                break
+            os.close(fd)  # removed by the holder it waited for: the lock of the path is a new file's
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except BlockingIOError:
             holder = read_holder(path)
             state = 'held' if holder.get('pid') == playbook_pid else 'busy' if time.monotonic() >= deadline else None
@@ -105,16 +121,20 @@ def hold(path, playbook_pid, wait, answer):
     answer.write(json.dumps({'state': 'locked', 'holder': holder}) + '\n')
     answer.close()
     wait_for_end(playbook_pid)
+    if keep_with and not glob.glob(keep_with):
+        os.unlink(path)
 
 
-def take(path, playbook_pid, wait):
+def take(path, playbook_pid, wait, keep_with=''):
     """{state: locked, held or busy, holder}: the lock at `path` taken for process `playbook_pid` by a holder process
-    of its own (hold), waiting up to `wait` seconds for another playbook to release it."""
+    of its own (hold), waiting up to `wait` seconds for another playbook to release it; the file is removed after
+    that playbook if nothing matches the pattern `keep_with` then (hold)."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     reader, writer = os.pipe()
     with open(os.devnull, 'rb') as null_in, open(os.devnull, 'wb') as null_out:
         # A session of its own: the holder outlives this worker and takes no signal meant for its terminal.
-        subprocess.Popen([sys.executable, os.path.abspath(__file__), path, str(playbook_pid), str(wait), str(writer)],
+        subprocess.Popen([sys.executable, os.path.abspath(__file__), path, str(playbook_pid), str(wait), str(writer),
+                          keep_with],
                          stdin=null_in, stdout=null_out, stderr=null_out, pass_fds=(writer,), start_new_session=True,
                          close_fds=True)
     os.close(writer)
@@ -128,9 +148,9 @@ def take(path, playbook_pid, wait):
 
 
 def main(argv):
-    path, playbook_pid, wait, answer_fd = argv[1], int(argv[2]), float(argv[3]), int(argv[4])
+    path, playbook_pid, wait, answer_fd, keep_with = argv[1], int(argv[2]), float(argv[3]), int(argv[4]), argv[5]
     with os.fdopen(answer_fd, 'w', encoding='utf-8') as answer:
-        hold(path, playbook_pid, wait, answer)
+        hold(path, playbook_pid, wait, answer, keep_with)
 
 
 if __name__ == '__main__':

@@ -132,14 +132,17 @@ class Controller:
     def run(self, playbook, cluster, *extra):
         return run_playbook(playbook, "cloud=aws", f"cluster_name={cluster}", *extra, env=self.env, args=self.args)
 
-    def provision(self, cluster, *extra):
-        return self.run("playbooks/provision.yml", cluster, "tf_workers=1", "tf_ps=0", "tf_strategy=multi_worker_mirrored",
-                        f"tf_ssh_from={self.ssh_from}", f"aws_image={self.aws.image_id}", "provision_wait=false", *extra)
+    def _provision(self, cluster):
+        """provision.yml of a 2-node cluster (chief and worker), not waited for (emulated nodes answer no SSH)."""
+        return ("playbooks/provision.yml", "cloud=aws", f"cluster_name={cluster}", "tf_workers=1", "tf_ps=0",
+                "tf_strategy=multi_worker_mirrored", f"tf_ssh_from={self.ssh_from}", f"aws_image={self.aws.image_id}",
+                "provision_wait=false")
+
+    def provision(self, cluster):
+        return run_playbook(*self._provision(cluster), env=self.env, args=self.args)
 
     def start_provision(self, cluster):
-        return start_playbook("playbooks/provision.yml", "cloud=aws", f"cluster_name={cluster}", "tf_workers=1",
-                              "tf_ps=0", "tf_strategy=multi_worker_mirrored", f"tf_ssh_from={self.ssh_from}",
-                              f"aws_image={self.aws.image_id}", "provision_wait=false", env=self.env, args=self.args)
+        return start_playbook(*self._provision(cluster), env=self.env, args=self.args)
 
     def inventory_ids(self, cluster):
         """The instance ids of the cluster's hosts, as this controller's inventory shows them."""
@@ -154,12 +157,14 @@ def owned(ec2, cluster):
     """{owner's id: {'instances': [ids], 'groups': {name: [SSH CIDRs]}, 'keys': [names]}} of a cluster's resources."""
     found = {}
     for instance in instances_of(ec2, cluster, LIVE_STATES):
-        found.setdefault(instance["tags"].get("tfdist_owner"), {}).setdefault("instances", []).append(instance["InstanceId"])
-    for group in ec2.describe_security_groups(Filters=[{"Name": "tag:tfdist_cluster", "Values": [cluster]}])["SecurityGroups"]:
+        owner = instance["tags"].get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("instances", []).append(instance["InstanceId"])
+    of_cluster = [{"Name": "tag:tfdist_cluster", "Values": [cluster]}]
+    for group in ec2.describe_security_groups(Filters=of_cluster)["SecurityGroups"]:
         owner = {t["Key"]: t["Value"] for t in group.get("Tags", [])}.get("tfdist_owner")
         found.setdefault(owner, {}).setdefault("groups", {})[group["GroupName"]] = sorted(
             ip["CidrIp"] for rule in group["IpPermissions"] if rule["FromPort"] == 22 for ip in rule["IpRanges"])
-    for key in ec2.describe_key_pairs(Filters=[{"Name": "tag:tfdist_cluster", "Values": [cluster]}])["KeyPairs"]:
+    for key in ec2.describe_key_pairs(Filters=of_cluster)["KeyPairs"]:
         owner = {t["Key"]: t["Value"] for t in key.get("Tags", [])}.get("tfdist_owner")
         found.setdefault(owner, {}).setdefault("keys", []).append(key["KeyName"])
     return found

@@ -7,7 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import access_cluster, access_name, access_parts, name_owner
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import (
+    access_cluster,
+    access_name,
+    access_parts,
+    name_owner,
+)
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id, is_own, show
 
 OWNER = "1f3a2b4c5d6e7f8091a2b3c4d5e6f708"

@@ -1,6 +1,7 @@
 """plugin_utils/_cluster_lock: one deploy or destroy of a cluster at a time, the lock held for a playbook's process
 until that process ends, however it ends. Real processes stand in for ansible-playbook."""
 
+import os
 import subprocess
 
 import pytest
@@ -63,3 +64,26 @@ def test_a_waiting_run_gets_the_lock_once_the_first_ends(tmp_path, playbooks):
 
     assert answer["state"] == "locked"
     assert first.poll() is not None  # granted only once the first had ended
+
+
+def test_a_destroyed_cluster_leaves_no_lock_file_and_a_waiting_run_still_gets_the_lock(tmp_path, playbooks):
+    path = str(tmp_path / ".demo.lock")
+    source = str(tmp_path / "demo.*.yml")  # the cluster's inventory source: none, it was destroyed
+    destroy, deploy = playbooks(1), playbooks()
+    take(path, destroy.pid, 0, keep_with=source)
+
+    answer = take(path, deploy.pid, 30, keep_with=source)  # waits on the file the destroy's holder removes
+
+    assert answer["state"] == "locked"
+    assert take(path, playbooks().pid, 0)["holder"]["pid"] == deploy.pid  # the lock of the path is the waiter's
+
+
+def test_the_lock_file_of_a_cluster_that_exists_is_kept(tmp_path, playbooks):
+    path = str(tmp_path / ".demo.lock")
+    (tmp_path / "demo.libcloud.yml").write_text("plugin: tfdist.cluster.libcloud\n")
+    deploy = playbooks(0.2)
+    take(path, deploy.pid, 0, keep_with=str(tmp_path / "demo.*.yml"))
+    deploy.wait()
+
+    assert take(path, playbooks().pid, 10)["state"] == "locked"
+    assert os.path.exists(path)

@@ -152,14 +152,14 @@ def test_node_identity_from_the_name_when_the_driver_keeps_no_tags():
 
 def test_node_to_dict_is_json_safe():
     driver = DummyNodeDriver(0)
-    extra = {"tags": {"k": "v", "tfdist_owner": "1f3a2b"}, "zone": NodeLocation(1, "z", "US", driver), "ids": [1, object()], "instance_type": "m5"}
+    extra = {"tags": {"k": "v"}, "zone": NodeLocation(1, "z", "US", driver), "ids": [1, object()], "instance_type": "m5"}
     node = Node("i-1", "c-ps-0", "running", ["203.0.113.1"], ["10.0.0.1"], driver, extra=extra)
 
     assert node_to_dict(node, "private") == {
         "id": "i-1", "name": "c-ps-0", "cluster": "c", "role": "ps", "index": 0, "state": "running",
         "public_ips": ["203.0.113.1"], "private_ips": ["10.0.0.1"], "address": "10.0.0.1",
-        "size": "m5", "image": None, "spot": False, "owner": "1f3a2b",
-        "extra": {"tags": {"k": "v", "tfdist_owner": "1f3a2b"}, "ids": [1], "instance_type": "m5"},
+        "size": "m5", "image": None, "spot": False, "owner": None,
+        "extra": {"tags": {"k": "v"}, "ids": [1], "instance_type": "m5"},
     }
 
 

@@ -97,11 +97,13 @@ def test_bad_cluster_name_is_refused():
 
 
 def test_port_in_use_stops_before_anything_changes(cluster_name):
+    # In the machine's own network (no namespace of the cluster's), the ports are the machine's.
     base = free_port_block(4)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", base + 2))
         busy.listen()
-        result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}")
+        result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                              "local_isolated=false")
     assert result.returncode != 0
     assert f"tf_port_base: port {base + 2} (worker-1) is already in use" in result.stdout, tail(result)
     assert_nothing_created(cluster_name)

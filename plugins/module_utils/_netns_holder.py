@@ -134,6 +134,12 @@ def mine(record):
         return False
 
 
+def say(data):
+    """One JSON line to the starter, who reads the holder's first line."""
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
 def hold(ports):
     """The holder's life (see the description); its cwd is the job folder."""
     listeners = []
@@ -144,8 +150,7 @@ def hold(ports):
             try:
                 listener.bind(("127.0.0.1", port))
             except OSError as error:
-                print(json.dumps({"error": "port %d on 127.0.0.1: %s" % (port, error.strerror), "port": port}),
-                      flush=True)
+                say({"error": "port %d on 127.0.0.1: %s" % (port, error.strerror), "port": port})
                 return 1
             listener.listen(16)
             listeners.append(listener)
@@ -159,13 +164,13 @@ def hold(ports):
         else:
             raise OSError(errno.EPERM, "; ".join(failures))
     except OSError as error:
-        print(json.dumps({"error": error.strerror or str(error)}), flush=True)
+        say({"error": error.strerror or str(error)})
         return 1
     record = {"pid": os.getpid(), "starttime": starttime(os.getpid()), "kind": kind, "forward": list(ports)}
     part = "%s.%d" % (RECORD, os.getpid())
     _write(part, json.dumps(record) + "\n")
     os.replace(part, RECORD)
-    print(json.dumps(record), flush=True)
+    say(record)
     for listener, port in zip(listeners, ports):
         threading.Thread(target=forward, args=(listener, port), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
@@ -176,5 +181,5 @@ def hold(ports):
 
 if __name__ == "__main__":
     if sys.argv[1:2] != [MARKER]:
-        sys.exit("usage: python -c SOURCE %s PORT..." % MARKER)
-    sys.exit(hold([int(port) for port in sys.argv[2:]]))
+        raise SystemExit("usage: python -c SOURCE %s PORT..." % MARKER)
+    raise SystemExit(hold([int(port) for port in sys.argv[2:]]))

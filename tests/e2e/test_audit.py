@@ -223,7 +223,7 @@ def test_a_second_deploy_of_a_cluster_on_one_controller_is_refused_naming_the_fi
     ec2 = ec2_emulator.boto3_client()
     cluster = f"r{uuid.uuid4().hex[:8]}"
     controller = Controller(ec2_emulator)
-    runs = [controller.start_provision(cluster) for _ in range(2)]
+    runs = [controller.start_provision(cluster) for attempt in range(2)]
     try:
         outputs = [run.communicate(timeout=600)[0] for run in runs]
         codes = [run.returncode for run in runs]

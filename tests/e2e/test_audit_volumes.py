@@ -119,11 +119,10 @@ def test_destroy_looks_in_every_region_the_cluster_was_made_in_and_the_audit_swe
         assert [instance_ids(ec2, cluster) for ec2 in (here, there)] == [[], []]
 
         # What no deploy of this controller recorded: only the sweep of every region finds it.
+        orphan_tags = tags(tfdist_cluster=cluster, tfdist_role="worker", tfdist_index="0", Name=f"{cluster}-worker-0")
         [orphan] = [i["InstanceId"] for i in elsewhere.run_instances(
             ImageId=amazon_image(elsewhere), InstanceType="t2.micro", MinCount=1, MaxCount=1,
-            TagSpecifications=[{"ResourceType": "instance", "Tags": tags(tfdist_cluster=cluster, tfdist_role="worker",
-                                                                          tfdist_index="0", Name=f"{cluster}-worker-0")}]
-        )["Instances"]]
+            TagSpecifications=[{"ResourceType": "instance", "Tags": orphan_tags}])["Instances"]]
         near = run_playbook("playbooks/audit.yml", "cloud=aws", f"audit_clusters={cluster}", env=aws.env)
         assert near.returncode == 0 and orphan not in near.stdout, tail(near)
         swept = run_playbook("playbooks/audit.yml", "cloud=aws", f"audit_clusters={cluster}", "audit_regions=all",

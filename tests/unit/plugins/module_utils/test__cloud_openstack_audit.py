@@ -71,8 +71,8 @@ def test_the_ports_in_a_clusters_group_and_the_floating_ips_on_them_are_the_clus
     assert unchecked == []
     assert [(r.kind, r.id, r.name) for r in found] == [
         ("network interface", "port-1", "demo-worker-0"), ("network interface", "port-2", "port-2"),
-        ("floating IP", "fip-1", "203.0.113.10"), ("security group", cloud.group(access_name("demo"))["id"],
-                                                    access_name("demo"))]
+        ("floating IP", "fip-1", "203.0.113.10"),
+        ("security group", cloud.group(access_name("demo"))["id"], access_name("demo"))]
     assert report(found) == ["demo: network interface demo-worker-0 (port-1), network interface port-2, "
                              "floating IP 203.0.113.10 (fip-1), security group %s (%s)"
                              % (access_name("demo"), cloud.group(access_name("demo"))["id"])]

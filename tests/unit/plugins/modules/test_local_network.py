@@ -20,8 +20,10 @@ def run(capsys, tmp_path):
                 pytest.raises(SystemExit):
             local_network.main()
         out = capsys.readouterr()
-        run_module.said = " ".join(out.err.split())  # warnings: Display's, here on the controller
-        return json.loads(out.out)
+        result = json.loads(out.out)
+        # The warnings: in the result, or shown by Display at once where the module runs in the controller's process.
+        run_module.said = " ".join((out.err + " " + " ".join(map(str, result.get("warnings", [])))).split())
+        return result
 
     run_module.job_dir = job_dir
     yield run_module

@@ -162,7 +162,9 @@ def retry_while_in_use(delete, what, timeout=None):
             return
         except Exception as e:
             text = str(e)
-            in_use = any(word in text for word in ('DependencyViolation', 'in use', 'InUse', 'Conflict', '409'))
+            # GCE says it in an operation's error too: "The network resource ... is already being used by ...".
+            in_use = any(word in text for word in ('DependencyViolation', 'in use', 'InUse', 'Conflict', '409',
+                                                   'being used by'))
             if not in_use or time.monotonic() >= deadline:
                 raise TfdistCloudError('could not remove %s: %s' % (what, text))
             time.sleep(DELETE_RETRY_PERIOD)

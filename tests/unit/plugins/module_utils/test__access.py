@@ -969,13 +969,18 @@ def test_facts_are_json_safe_and_sorted(ec2):
     assert facts["internal_ports"] == ["2222-2223", "9870"]
 
 
-def test_retry_while_in_use_retries_then_succeeds(clock):
+@pytest.mark.parametrize("refusal", [
+    "DependencyViolation: resource sg-1 has a dependent object",
+    "The network resource 'projects/p/global/networks/tfdist-demo' is already being used by "
+    "'projects/p/global/firewalls/tfdist-demo-ssh'",
+])
+def test_retry_while_in_use_retries_then_succeeds(clock, refusal):
     attempts = []
 
     def delete():
         attempts.append(1)
         if len(attempts) < 3:
-            raise RuntimeError("DependencyViolation: resource sg-1 has a dependent object")
+            raise RuntimeError(refusal)
 
     _access.retry_while_in_use(delete, "security group tfdist-demo (sg-1)")
 

@@ -9,7 +9,6 @@ every deploy (0.3 to 0.4 s), for a summary that a re-run leaves as it is.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -33,8 +32,9 @@ ARGUMENT_SPEC = {
     "leader_run": {"type": "str", "default": ""},
 }
 
-# Imported only to draw (about half a second): a re-run whose curve is up to date does not pay it.
-HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+# matplotlib is optional (requirements.txt): without it the report says so, once per run, and how to get it.
+NO_MATPLOTLIB = ("matplotlib is not installed on the controller: no loss curve (loss.png) drawn; "
+                 "`pip install matplotlib` draws it")
 
 
 def phase_seconds(clock, result):
@@ -60,6 +60,7 @@ def read_history(path):
 
 
 def draw_loss_curve(history, path, title):
+    # Imported only to draw (about half a second): a re-run whose curve is up to date does not pay it.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,7 +127,7 @@ def report(params, warn):
     curve_path = ""
     history_path = os.path.join(folder, "history.csv")
     history = read_history(history_path)
-    if history and HAS_MATPLOTLIB:
+    if history:
         curve_path = os.path.join(folder, "loss.png")
         if not os.path.exists(curve_path) or os.path.getmtime(curve_path) < os.path.getmtime(history_path):
             title = f"{params['cluster']} ({params['cloud']}): {summary.get('strategy', '')}"
@@ -134,11 +135,12 @@ def report(params, warn):
                 draw_loss_curve(history, curve_path, title)
                 changed = True
             except Exception as error:  # pylint: disable=broad-exception-caught
-                # A matplotlib that is installed but broken costs the picture, not the run's summary.
-                warn(f"matplotlib could not draw the loss curve: {error!r}")
+                # A matplotlib missing or installed but broken costs the picture, not the run's summary.
+                if isinstance(error, ModuleNotFoundError) and error.name == "matplotlib":
+                    warn(NO_MATPLOTLIB)
+                else:
+                    warn(f"matplotlib could not draw the loss curve: {error!r}")
                 curve_path = ""
-    elif history:
-        warn("matplotlib is not installed on the controller: no loss.png drawn")
 
     return {
         "changed": changed,

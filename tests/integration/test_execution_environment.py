@@ -48,8 +48,8 @@ def test_image_holds_the_collection_and_its_requirements_only(ee_image):
     out = probe.stdout
     assert "tfdist.cluster" in out
     installed = {line.split("==")[0].lower() for line in out.splitlines() if "==" in line}
-    assert {"apache-libcloud", "docker", "fsspec", "s3fs", "radl", "matplotlib", "ansible-core",
-            "ansible-runner"} <= installed, sorted(installed)
+    assert {"apache-libcloud", "docker", "fsspec", "s3fs", "radl", "ansible-core", "ansible-runner"} <= installed, \
+        sorted(installed)
     assert sorted(installed & set(DEV_PACKAGES)) == []
     assert "OpenSSH" in out and "/usr/bin/ssh-keygen" in out  # bindep.txt's openssh-client
 

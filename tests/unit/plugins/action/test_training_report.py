@@ -1,7 +1,9 @@
 """tfdist.cluster.training_report: the run's summary.json and its loss curve, written again only when they change."""
 
+import importlib.util
 import json
 import os
+import sys
 
 import pytest
 from ansible.errors import AnsibleActionFail
@@ -35,7 +37,7 @@ def test_the_summary_and_the_loss_curve_are_written_once(report, finished_run):
     assert first["summary"]["seconds"]["provision"] == 2.5 and first["summary"]["seconds"]["launch_to_first_step"] == 5.0
     assert json.loads((finished_run / "summary.json").read_text())["cluster"] == "mnist"
     curve = finished_run / "loss.png"
-    if training_report.HAS_MATPLOTLIB:
+    if importlib.util.find_spec("matplotlib"):
         assert first["loss_curve_path"] == str(curve) and curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     else:  # ansible-test's units virtualenv: without the optional library, no curve and no path to one
         assert first["loss_curve_path"] == "" and not curve.exists()
@@ -68,9 +70,18 @@ def test_a_broken_matplotlib_costs_the_curve_not_the_summary(report, finished_ru
         raise ImportError("libfreetype.so.6: cannot open shared object file")
 
     warnings = []
-    monkeypatch.setattr(training_report, "HAS_MATPLOTLIB", True)
     monkeypatch.setattr(training_report, "draw_loss_curve", broken)
     result = report(warnings=warnings)
     assert result["summary"]["steps"] == 300
     assert result["loss_curve_path"] == "" and not (finished_run / "loss.png").exists()
     assert [w for w in warnings if "matplotlib could not draw the loss curve" in w and "libfreetype" in w]
+
+
+def test_without_matplotlib_the_summary_is_written_and_the_report_says_how_to_draw_the_curve(
+        report, finished_run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails as if it were not installed
+    warnings = []
+    result = report(warnings=warnings)
+    assert result["changed"] and json.loads((finished_run / "summary.json").read_text())["steps"] == 300
+    assert result["loss_curve_path"] == "" and not (finished_run / "loss.png").exists()
+    assert warnings == [training_report.NO_MATPLOTLIB] and "`pip install matplotlib`" in warnings[0]

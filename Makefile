@@ -40,10 +40,13 @@ help:
 
 setup: $(STAMP) $(COLLECTION_LINK)
 
+# tf-keras, for cloud=local with -e tf_keras=true (the tensorflow role's pin, of TensorFlow's release), without its
+# one dependency: it asks for `tensorflow`, which tensorflow-cpu is under another name (pip would add a second copy).
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --progress-bar off -r requirements-dev.txt
+	$(BIN)/pip install --quiet --progress-bar off --no-deps 'tf-keras==2.21.*'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # The repository itself is the collection: link it where Ansible looks for tfdist.cluster.

@@ -28,7 +28,7 @@ SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_tra
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script",
             "tf_script_interface", "tf_hdfs", "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from",
-            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image")
+            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -56,6 +56,7 @@ FLAGS = (
     ("tf_spot", "spot or preemptible nodes where the cloud has them"),
     ("tf_hdfs", "HDFS on the cluster"),
     ("tf_tensorboard", "TensorBoard on the leader"),
+    ("tf_keras", "tf-keras on the nodes, tf.keras is Keras 2"),
     ("teardown", "remove the cluster once the model is kept"),
     ("tf_ssh_from_any", "tf_ssh_from may be wider than a /16 (IPv6: a /48)"),
 )

@@ -21,6 +21,7 @@ ARGUMENT_SPEC = {
     "requirements": {"type": "list", "elements": "str", "required": True},
     "node": {"type": "dict", "required": True},
     "ca_bundle": {"type": "str", "default": ""},
+    "no_deps": {"type": "list", "elements": "str", "default": []},
 }
 NODE_KEYS = ("python_version", "implementation", "platform")
 
@@ -34,7 +35,8 @@ def download(params, pip, check_mode=False):
         raise AnsibleActionFail("node: %s missing (what roles/tensorflow/files/read_platform.py prints)"
                                 % ", ".join(missing))
     try:
-        return ensure(params["path"], params["requirements"], params["node"], pip, params["ca_bundle"], check_mode)
+        return ensure(params["path"], params["requirements"], params["node"], pip, params["ca_bundle"], check_mode,
+                      params["no_deps"])
     except WheelhouseError as error:
         raise AnsibleActionFail("wheelhouse %s: %s" % (params["path"], error)) from None
     except OSError as error:

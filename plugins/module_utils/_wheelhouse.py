@@ -24,6 +24,8 @@ import tarfile
 # The record of the requirement sets a folder holds; the nodes' archive is the folder's name plus this.
 RECORD = ".tfdist-requirements.json"
 ARCHIVE_SUFFIX = ".tar"
+# How the record names a requirement downloaded without its dependencies.
+NO_DEPS_MARK = "(no deps)"
 # Oldest glibc minor a manylinux tag names for each machine (PEP 600; packaging.tags does the same), and the legacy
 # tags that alias some of them (PEP 513, 571, 599) on the machines they were defined for.
 OLDEST_GLIBC_MINOR = {"x86_64": 5, "i686": 5}
@@ -75,19 +77,22 @@ def folder_name(requirement, node):
     return "%s-%s-%s" % (name, abi(node), best)
 
 
-def pip_download_args(node, dest, requirements, ca_bundle=""):
+def pip_download_args(node, dest, requirements, ca_bundle="", no_deps=False):
     """pip's arguments (after `pip`) that download the wheels of requirements for node into dest.
 
     Binary wheels only (a source distribution would be built for the controller, not the node). pip takes the node's
     Python version and tags from these arguments, but evaluates the dependencies' environment markers (python_version
     among them) with the controller's own Python: a dependency only a node of another Python version needs is not
-    downloaded, and that node's install (pip --no-index, with its own Python) fails naming it."""
+    downloaded, and that node's install (pip --no-index, with its own Python) fails naming it. no_deps: the
+    requirements' wheels alone."""
     args = ["download", "--dest", dest, "--only-binary=:all:", "--progress-bar", "off",
             "--implementation", "cp", "--python-version", node["python_version"], "--abi", abi(node)]
     for tag in platform_tags(node["platform"], node.get("glibc")):
         args += ["--platform", tag]
     if ca_bundle:
         args += ["--cert", ca_bundle]
+    if no_deps:
+        args.append("--no-deps")
     return args + list(requirements)
 
 
@@ -138,8 +143,11 @@ def run_pip(pip, args):
                               % (done.returncode, "\n".join(lines[-PIP_TAIL_LINES:])))
 
 
-def ensure(root, requirements, node, pip, ca_bundle="", check_mode=False):
+def ensure(root, requirements, node, pip, ca_bundle="", check_mode=False, no_deps=()):
     """The wheelhouse folder of requirements for node under root, downloaded unless it holds them already.
+
+    no_deps: more requirements downloaded without their dependencies (tf-keras, whose one dependency, `tensorflow`,
+    is the pinned TensorFlow under another name: tensorflow-cpu).
 
     Returns {changed, path, archive, wheels, downloaded}. One download per controller: concurrent callers (every
     node of a deploy, two deploys) wait on the folder's lock and then find the record of the first one's download."""
@@ -147,7 +155,7 @@ def ensure(root, requirements, node, pip, ca_bundle="", check_mode=False):
         raise WheelhouseError("ca_bundle: no such file on the controller: %s" % ca_bundle)
     folder = os.path.join(root, folder_name(requirements[0], node))
     archive = folder + ARCHIVE_SUFFIX
-    wanted = sorted(requirements)
+    wanted = sorted(list(requirements) + ["%s %s" % (spec, NO_DEPS_MARK) for spec in no_deps])
     os.makedirs(root, exist_ok=True)
     with open(folder + ".lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -161,6 +169,8 @@ def ensure(root, requirements, node, pip, ca_bundle="", check_mode=False):
         if missing:
             os.makedirs(folder, exist_ok=True)
             run_pip(pip, pip_download_args(node, folder, requirements, ca_bundle))
+            if no_deps:
+                run_pip(pip, pip_download_args(node, folder, no_deps, ca_bundle, no_deps=True))
             write_record(folder, sets + [wanted])
         result["wheels"] = wheels(folder)
         result["downloaded"] = sorted(set(result["wheels"]) - set(held))

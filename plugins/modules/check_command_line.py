@@ -15,7 +15,7 @@ description:
     C(parameter_server) job's RADL deploys a ps. The counts, steps, batch size, ports and restarts are whole numbers
     large enough. The counts make a cluster (one chief or none, what the strategy needs). C(tf_chief_name),
     C(tf_strategy), C(tf_restart), C(tf_idle_minutes) and C(tf_worker_loss) have known values; the switches
-    C(tf_spot), C(tf_hdfs), C(tf_tensorboard) and C(teardown) are words Ansible's C(bool) filter knows;
+    C(tf_spot), C(tf_hdfs), C(tf_tensorboard), C(tf_keras) and C(teardown) are words Ansible's C(bool) filter knows;
     C(tf_ssh_from), passed as the list the firewall gets, holds CIDRs, none wider than a /16 (a /48 for IPv6) unless
     C(tf_ssh_from_any) is true; C(tf_hdfs_ports) is a list of port
     numbers or ranges the firewall takes (its own rule); and a C(multi_worker_mirrored) job has no ps.

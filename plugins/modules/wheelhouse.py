@@ -36,6 +36,13 @@ options:
     type: list
     elements: str
     required: true
+  no_deps:
+    description:
+      - More requirement specifiers whose wheels are downloaded without their dependencies (C(pip download --no-deps)),
+        such as V(tf-keras==2.21.*), whose one dependency C(tensorflow) a C(tensorflow-cpu) node has under that name.
+    type: list
+    elements: str
+    default: []
   node:
     description:
       - What the node's Python says of itself, as C(roles/tensorflow/files/read_platform.py) prints it.

@@ -111,6 +111,23 @@ def test_own_script_with_classic_flags_and_teardown(cluster_name, keras):
     assert f"{cluster_name}-local" not in run_inventory("--graph", check=True).stdout
 
 
+def test_a_tf_keras_multi_worker_mirrored_fit_script_trains_with_tf_keras(cluster_name):
+    """TF's tutorial shape (tf.keras, MultiWorkerMirroredStrategy, model.fit) on a chief and 2 workers: Keras 3's fit()
+    fails under this strategy (keras #20585); with tf_keras=true the tasks' tf.keras is tf-keras and it trains."""
+    base = free_port_block(3)
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                          "tf_strategy=multi_worker_mirrored", "tf_workers=2", "tf_keras=true",
+                          "tf_script=examples/keras2_multi_worker_mirrored.py")
+    assert result.returncode == 0, tail(result)
+
+    artifacts = os.path.join(REPO, "artifacts", cluster_name)
+    assert sorted(os.listdir(os.path.join(artifacts, "logs"))) == ["chief-0.log", "worker-0.log", "worker-1.log"]
+    import tf_keras  # pylint: disable=import-outside-toplevel  (what the chief saved with: Keras 2's own format)
+
+    model = tf_keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
+    assert abs(float(model.predict(np.array([[1.0]]), verbose=0)[0][0]) - 5.0) < 0.2  # y = 3x + 2
+
+
 def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
     """A TF1-era between-graph script on ps + 2 workers, no chief: worker 0 leads and writes the result."""
     base = free_port_block(3)

@@ -169,3 +169,14 @@ def test_a_missing_ca_bundle_is_named(tmp_path, pip):
     with pytest.raises(_wheelhouse.WheelhouseError, match="^ca_bundle: no such file on the controller: /no/such.pem"):
         _wheelhouse.ensure(str(tmp_path), [TF], NODE, pip, "/no/such.pem")
     assert pip.calls() == []
+
+
+def test_a_no_deps_requirement_is_downloaded_alone_and_recorded_apart(tmp_path, pip):
+    first = _wheelhouse.ensure(str(tmp_path), [TF], NODE, pip, no_deps=["tf-keras==2.21.0"])
+    assert first["wheels"] == ["tensorflow_cpu-2.21.0-py3-none-any.whl", "tf_keras-2.21.0-py3-none-any.whl"]
+    tf_call, keras_call = pip.calls()
+    assert "--no-deps" not in tf_call and tf_call[-1] == TF
+    assert "--no-deps" in keras_call and keras_call[-1] == "tf-keras==2.21.0"
+    # Held now; the same requirement with its dependencies is another set.
+    assert not _wheelhouse.ensure(str(tmp_path), [TF], NODE, pip, no_deps=["tf-keras==2.21.0"])["changed"]
+    assert _wheelhouse.ensure(str(tmp_path), [TF, "tf-keras==2.21.0"], NODE, pip, check_mode=True)["changed"]

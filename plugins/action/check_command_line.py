@@ -28,7 +28,7 @@ SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_tra
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script",
             "tf_script_interface", "tf_hdfs", "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from",
-            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras")
+            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras", "tf_env")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -146,6 +146,10 @@ def choice_errors(s):
                    "public ports (TensorBoard, the RADL's outports). Give the addresses that need it (your own: /32), "
                    "or add -e tf_ssh_from_any=true if you mean it"
                    % (cidr, WIDEST_SSH_FROM[ipaddress.ip_network(text(cidr)).version]))
+    why = env_error(s["tf_env"])
+    if why:
+        yield ("tf_env: must be a mapping of environment variable names to values, e.g. -e '{\"tf_env\": "
+               "{\"AWS_PROFILE\": \"ml\"}}', got %r (%s)" % (s["tf_env"], why))
     why = ports_error(s["tf_hdfs_ports"])
     if why:
         yield ("tf_hdfs_ports: must be a list of port numbers (1-65535), e.g. -e '{\"tf_hdfs_ports\": "
@@ -153,6 +157,21 @@ def choice_errors(s):
     if s["tf_strategy"] != "parameter_server" and whole(s["tf_ps"]) != 0:
         yield ("tf_ps: multi_worker_mirrored uses no parameter servers; leave tf_ps unset or set it to 0 (got %s)"
                % text(s["tf_ps"]))
+
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_error(env):
+    """Why tf_env cannot be every TF task's environment, '' when it can."""
+    if not isinstance(env, dict):
+        return "not a mapping"
+    for name, value in env.items():
+        if not ENV_NAME.match(str(name)):
+            return "%r is not a variable name" % name
+        if isinstance(value, (dict, list)) or value is None:
+            return "the value of %s is not a string" % name
+    return ""
 
 
 def ports_error(ports):

@@ -12,7 +12,7 @@ DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", 
             "tf_restart": "never", "tf_idle_minutes": "30", "tf_deadline": "", "tf_stall_minutes": "15",
             "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
-            "tf_tensorboard": False, "tf_keras": False, "tf_ssh_from": [], "tf_ssh_from_any": False,
+            "tf_tensorboard": False, "tf_keras": False, "tf_env": {}, "tf_ssh_from": [], "tf_ssh_from_any": False,
             "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870], "teardown": False, "image": "stock"}
 
 
@@ -42,6 +42,9 @@ def test_the_defaults_break_no_rule():
     # A word Ansible's bool filter does not know would silently read as false.
     ({"tf_tensorboard": "maybe"}, "tf_tensorboard: must be true or false (TensorBoard on the leader), got 'maybe'"),
     ({"tf_keras": "2"}, "tf_keras: must be true or false (tf-keras on the nodes, tf.keras is Keras 2), got '2'"),
+    ({"tf_env": "AWS_PROFILE=ml"}, "tf_env: must be a mapping of environment variable names to values"),
+    ({"tf_env": {"AWS PROFILE": "ml"}}, "tf_env: must be a mapping of environment variable names to values, e.g. "
+     "-e '{\"tf_env\": {\"AWS_PROFILE\": \"ml\"}}', got {'AWS PROFILE': 'ml'} ('AWS PROFILE' is not a variable name)"),
     ({"tf_hdfs": "yess"}, "tf_hdfs: must be true or false (HDFS on the cluster), got 'yess'"),
     ({"teardown": "later"}, "teardown: must be true or false"),
     ({"tf_ssh_from": ["203.0.113.7/32", "10.0.0.0/16", "notacidr"]}, "tf_ssh_from: 'notacidr' is not a network"),

@@ -6,12 +6,16 @@ collection is not rebuilt. The image then runs `ansible-playbook tfdist.cluster.
 on this host (--network host), as AWX or ansible-navigator would run it: only what is inside the image.
 """
 
+import json
+import os
 import subprocess
+import sys
+import sysconfig
 import uuid
 
 import pytest
 
-from docker_engine import REPO, last_lines, script
+from docker_engine import REPO, last_lines, script, unavailable
 from emulators.ec2 import LIVE_STATES, cluster_instances
 
 CONTEXT = ".cache/ee/context"
@@ -70,3 +74,27 @@ def test_image_runs_check_against_the_ec2_emulator(ee_image, ec2_emulator):
     assert "failed=0" in out
     # check creates nothing.
     assert cluster_instances(ec2_emulator.boto3_client(), cluster, LIVE_STATES) == {}
+
+
+def test_requirements_install_next_to_the_oldest_boto3_amazon_aws_accepts(tmp_path):
+    """An EE shared with amazon.aws: its requirements at their floors (boto3, botocore) and ours resolve together.
+
+    Each s3fs release takes an aiobotocore that accepts a narrow window of botocore, so exact s3fs pins would not
+    (requirements.txt says why its ranges are what they are). amazon.aws is the one of requirements-dev.txt's
+    `ansible` package; pip only resolves (--dry-run), from the same index the image's build uses.
+    """
+    aws = os.path.join(sysconfig.get_paths()["purelib"], "ansible_collections", "amazon", "aws", "requirements.txt")
+    if not os.path.exists(aws):
+        unavailable("amazon.aws is not installed (the ansible package of requirements-dev.txt)")
+    with open(aws) as handle:
+        floors = [line.split("#", 1)[0].strip().replace(">=", "==") for line in handle if line.split("#", 1)[0].strip()]
+    assert sorted(line.split("==")[0] for line in floors) == ["boto3", "botocore"], floors
+    report = tmp_path / "report.json"
+    resolved = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                               "--report", str(report), "-r", os.path.join(REPO, "requirements.txt"), *floors],
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert resolved.returncode == 0, last_lines(resolved)
+    installs = json.loads(report.read_text())["install"]
+    chosen = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in installs}
+    assert {"%s==%s" % (name, chosen[name]) for name in ("boto3", "botocore")} == set(floors)
+    assert "s3fs" in chosen and "fsspec" in chosen, sorted(chosen)

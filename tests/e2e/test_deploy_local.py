@@ -122,7 +122,8 @@ def test_a_tf_keras_multi_worker_mirrored_fit_script_trains_with_tf_keras(cluste
 
     artifacts = os.path.join(REPO, "artifacts", cluster_name)
     assert sorted(os.listdir(os.path.join(artifacts, "logs"))) == ["chief-0.log", "worker-0.log", "worker-1.log"]
-    import tf_keras  # pylint: disable=import-outside-toplevel  (what the chief saved with: Keras 2's own format)
+    # What the chief saved with: Keras 2's own format.
+    import tf_keras  # pylint: disable=import-outside-toplevel
 
     model = tf_keras.models.load_model(os.path.join(artifacts, "model", "model.keras"))
     assert abs(float(model.predict(np.array([[1.0]]), verbose=0)[0][0]) - 5.0) < 0.2  # y = 3x + 2

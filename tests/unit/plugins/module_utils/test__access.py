@@ -55,21 +55,6 @@ def create_node_accepts(cls, kwargs):
     inspect.signature(cls.create_node).bind(None, "tfdist-worker-0", "size", "image", **kwargs)
 
 
-@pytest.fixture
-def clock(monkeypatch):
-    """A fake clock for _access: sleeping advances it, so retries over minutes take no time."""
-    fake = SimpleNamespace(now=1000.0, sleeps=[])
-    fake.monotonic = lambda: fake.now
-
-    def sleep(seconds):
-        fake.sleeps.append(seconds)
-        fake.now += seconds
-
-    fake.sleep = sleep
-    monkeypatch.setattr(_access, "time", fake)
-    return fake
-
-
 # ---------------------------------------------------------------------------------------------------------
 # OpenStack: neutron security groups and nova key pairs behind OpenStack_2_NodeDriver's own code.
 

@@ -7,13 +7,11 @@ what GCE refuses (libcloud_fakes.FakeGce). The assertions read the request bodie
 network the nodes are on, what reaches them from where, which key and service account they get.
 """
 
-from types import SimpleNamespace
 
 import pytest
 
 from libcloud.compute.drivers.gce import GCENodeDriver, GCENodeImage, GCENodeSize
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _access
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_gce import (
     ALLOW_PRIORITY,
     DENY_PRIORITY,
@@ -60,21 +58,6 @@ def corp(gce):
     gce.add_rule("corp-allow-ssh", CORP, allowed=[{"IPProtocol": "tcp", "ports": ["22"]}],
                  sourceRanges=["0.0.0.0/0"])
     return gce
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """A fake clock for _access: sleeping advances it, so retries over minutes take no time."""
-    fake = SimpleNamespace(now=1000.0, sleeps=[])
-    fake.monotonic = lambda: fake.now
-
-    def sleep(seconds):
-        fake.sleeps.append(seconds)
-        fake.now += seconds
-
-    fake.sleep = sleep
-    monkeypatch.setattr(_access, "time", fake)
-    return fake
 
 
 def gce_access(cloud, ssh=(CONTROLLER,), ports=INTERNAL, public=(), options=None, owner=None):

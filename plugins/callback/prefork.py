@@ -32,8 +32,11 @@ description:
     settings it is compiled with and the Python, Jinja and Ansible versions, so a changed template is compiled
     again; the filters and tests it names are looked at again before its code is used (Jinja's code depends on how
     each takes its arguments).
-  - It changes nothing a task does or shows. Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own,
-    add it to C(callbacks_enabled).
+  - It changes nothing a task does or shows. It is off by default, in the tfdist.cluster repository's C(ansible.cfg)
+    too; add it to C(callbacks_enabled) to use it. It replaces private parts of ansible-core (its Jinja plugin
+    lookup, whose cache it reads) and Jinja's C(Environment.compile) in the controller's process, which a new
+    ansible-core may change (where it does not find them, the run goes on without what needs them), so leave it off
+    while you debug a template or a plugin.
 requirements:
   - enable in the configuration (C(callbacks_enabled))
 options:

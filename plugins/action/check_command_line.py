@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports, port_text
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import public_key
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
@@ -28,7 +29,8 @@ SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_tra
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script",
             "tf_script_interface", "tf_hdfs", "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from",
-            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras", "tf_env")
+            "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras", "tf_env",
+            "tf_ssh_key")
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True,
                  "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
@@ -36,6 +38,7 @@ ARGUMENT_SPEC = {
     "radl_path": {"type": "str", "default": ""},
     "storage": {"type": "dict", "required": True},
     "script_path": {"type": "str", "default": ""},
+    "ssh_key_path": {"type": "str", "default": ""},
     "public_ports": {"type": "list", "elements": "raw", "default": []},
 }
 
@@ -301,6 +304,22 @@ def script_errors(s, script_path):
         yield "tf_script_interface: must be tf_config or flags, got '%s'" % text(s["tf_script_interface"])
 
 
+def ssh_key_errors(s, ssh_key_path):
+    """tf_ssh_key: a private key ssh takes as it is (its user's alone, no passphrase to ask for)."""
+    if not text(s["tf_ssh_key"]):
+        return
+    if not ssh_key_path or not os.path.isfile(ssh_key_path):
+        yield "tf_ssh_key: %s is not a file on the controller" % text(s["tf_ssh_key"])
+        return
+    if os.stat(ssh_key_path).st_mode & 0o077:
+        yield "tf_ssh_key: %s can be read by others and ssh refuses such a key; chmod 0600 it" % ssh_key_path
+        return
+    try:
+        public_key(ssh_key_path)
+    except ValueError as error:
+        yield "tf_ssh_key: %s" % error
+
+
 def storage_errors(s, storage):
     if boolean(s["tf_hdfs"], strict=False) and (s["cloud"] == "local" or whole(s["tf_workers"]) <= 0):
         yield "tf_hdfs: " + (
@@ -316,7 +335,7 @@ def storage_errors(s, storage):
         yield "tf_data: %s does not exist on the controller" % text(s["tf_data"])
 
 
-def first_error(settings, storage, radl=None, radl_path="", script_path="", extra_public_ports=()):
+def first_error(settings, storage, radl=None, radl_path="", script_path="", extra_public_ports=(), ssh_key_path=""):
     """The message of the first rule the command line breaks, '' when it breaks none."""
     s = settings
     checks = [radl_errors(s, radl, radl_path)] if radl_path else []
@@ -330,7 +349,7 @@ def first_error(settings, storage, radl=None, radl_path="", script_path="", extr
     if shape:
         return shape
     for errors in (choice_errors(s), exposure_errors(s, radl or {}, radl_path, extra_public_ports),
-                   script_errors(s, script_path), storage_errors(s, storage)):
+                   script_errors(s, script_path), ssh_key_errors(s, ssh_key_path), storage_errors(s, storage)):
         for error in errors:
             return error
     return ""
@@ -345,7 +364,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"],
-                            args["public_ports"])
+                            args["public_ports"], args["ssh_key_path"])
         if error:
             result.update(failed=True, msg=error)
         else:

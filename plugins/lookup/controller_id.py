@@ -13,12 +13,20 @@ description:
     hexadecimal digits, mode C(0600), its folder C(0700) when new). Two runs that start at once make one id.
   - tfdist marks what it makes in a cloud with it (the C(tfdist_owner) tag, the last part of a key pair's or a
     firewall's name), so that destroy and the leak audit of one controller never touch another's clusters.
+  - Given O(ssh_key), the id is the one that key gives (the same for every controller that holds it), and no file is
+    read or made.
 options:
   _terms:
     description: The file that keeps the id, on the controller (one term).
     type: list
     elements: path
     required: true
+  ssh_key:
+    description:
+      - A private key on the controller (C(tf_ssh_key)); its public half, as C(ssh-keygen -y) gives it, makes the id.
+      - Empty, the id in the file.
+    type: str
+    default: ''
 '''
 
 EXAMPLES = r'''
@@ -34,10 +42,22 @@ _raw:
   elements: str
 '''
 
+import os
+
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id, key_id, public_key
+
+# The id each key gave, by its path and modification time: a playbook reads the owner many times.
+_key_ids = {}
+
+
+def ssh_key_id(path):
+    stamp = (path, os.stat(path).st_mtime_ns)
+    if stamp not in _key_ids:
+        _key_ids[stamp] = key_id(public_key(path))
+    return _key_ids[stamp]
 
 
 class LookupModule(LookupBase):
@@ -47,6 +67,8 @@ class LookupModule(LookupBase):
         if len(terms) != 1:
             raise AnsibleLookupError('controller_id: give one file, got %d' % len(terms))
         try:
+            if self.get_option('ssh_key'):
+                return [ssh_key_id(self.get_option('ssh_key'))]
             return [controller_id(str(terms[0]))]
         except (OSError, ValueError) as error:
             raise AnsibleLookupError('controller_id: %s' % error) from None

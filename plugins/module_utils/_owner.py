@@ -4,7 +4,8 @@
 """Whose cluster: the owner's mark (_cluster.TAG_OWNER) and the one rule that says which resources are this
 controller's.
 
-Every controller has an id of its own, random, made once under its tfdist home (controller_id). What it makes on a
+Every controller has an id of its own, random, made once under its tfdist home (controller_id), or the one its SSH
+key gives (key_id, where the user hands tfdist a key with tf_ssh_key). What it makes on a
 cloud carries that id: as the tag tfdist_owner where the cloud keeps tags (nodes, EC2 key pairs and security groups,
 Azure network security groups), and as the last part of the name where the cloud keys a resource by its name
 (tfdist-<cluster>-<first 6 characters of the id>: key pairs, security groups, firewall rules, subnets; _access.py).
@@ -19,9 +20,11 @@ Standard library only. Private to the collection (leading underscore): the API m
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
+import subprocess
 import tempfile
 
 # How much of the id goes into names: GCE names (firewall rules, network tags) have at most 63 characters, and
@@ -61,6 +64,31 @@ def controller_id(path):
         raise ValueError('%s: not a tfdist controller id (32 hexadecimal digits); remove it and a new one is made'
                          % path)
     return owner
+
+
+def key_id(public_key):
+    """The controller id of whoever holds the private key of `public_key` (an OpenSSH public key line).
+
+    Two controllers given the same key (two runs of an execution environment with one AWX machine credential) are one
+    owner: the second can destroy what the first made, with no state of its own. Only the key's type and body count.
+    """
+    fields = public_key.split()
+    if len(fields) < 2:
+        raise ValueError('not an OpenSSH public key: %r' % public_key[:40])
+    return hashlib.sha256(('tfdist-owner %s %s' % (fields[0], fields[1])).encode()).hexdigest()[:32]
+
+
+def public_key(path):
+    """The public half of the private key at `path` (ssh-keygen -y), never asking for a passphrase.
+
+    ValueError, saying why, where ssh could not use the key as it is (no such file, a passphrase, not a key).
+    """
+    done = subprocess.run(['ssh-keygen', '-y', '-P', '', '-f', path], capture_output=True, text=True, check=False,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise ValueError('%s is not a private key ssh can use without a passphrase (%s)'
+                         % (path, done.stderr.strip()[:200] or 'ssh-keygen -y failed'))
+    return done.stdout.strip()
 
 
 def name_part(owner):

@@ -23,7 +23,8 @@ description:
     O(public_ports)) is a TF port (C(tf_port_base) and one more per task) or an HDFS port (C(tf_hdfs_ports)), which
     take no password, and only the cluster's own nodes may reach them. The message names both fields and the port.
     A script of your own (C(tf_script)) is a file and its interface is
-    known. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
+    known. A key of your own (C(tf_ssh_key), O(ssh_key_path)) is a private key file only its user can read, that ssh
+    uses without a passphrase. HDFS on the cluster has workers to run on. The storage policy found no error (O(storage)), and the local
     datasets to stage or read exist.
   - Reads the controller's files only; changes nothing, and never touches a host.
 version_added: 0.5.0
@@ -38,7 +39,8 @@ options:
         C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
         C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes), C(tf_deadline),
         C(tf_stall_minutes), C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
-        C(tf_tensorboard), C(tf_ssh_from), C(tf_ssh_from_any), C(tf_hdfs_ports), C(teardown), C(image).
+        C(tf_tensorboard), C(tf_ssh_from), C(tf_ssh_from_any), C(tf_hdfs_ports), C(teardown), C(image),
+        C(tf_keras), C(tf_env), C(tf_ssh_key).
     type: dict
     required: true
   radl:
@@ -55,6 +57,10 @@ options:
     required: true
   script_path:
     description: The controller path of C(tf_script).
+    type: str
+    default: ''
+  ssh_key_path:
+    description: The controller path of C(tf_ssh_key).
     type: str
     default: ''
   public_ports:

@@ -1,5 +1,7 @@
 """The command line's rules (the check_command_line action): the first one broken, naming its field."""
 
+import subprocess
+
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.action.check_command_line import SETTINGS, first_error
@@ -13,14 +15,15 @@ DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", 
             "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
             "tf_tensorboard": False, "tf_keras": False, "tf_env": {}, "tf_ssh_from": [], "tf_ssh_from_any": False,
-            "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870], "teardown": False, "image": "stock"}
+            "tf_hdfs_ports": [8020, 9864, 9866, 9867, 9870], "teardown": False, "image": "stock",
+            "tf_ssh_key": ""}
 
 
-def error_of(radl=None, radl_path="", script_path="", public_ports=(), **changes):
+def error_of(radl=None, radl_path="", script_path="", public_ports=(), ssh_key_path="", **changes):
     settings = dict(DEFAULTS, **changes)
     storage = storage_plan(settings["tf_data"], settings["tf_stage_data"], "", "", settings["tf_hdfs"] is True, "/tmp",
                            "/tmp/cache", "")
-    return first_error(settings, storage, radl or {}, radl_path, script_path, public_ports)
+    return first_error(settings, storage, radl or {}, radl_path, script_path, public_ports, ssh_key_path)
 
 
 def test_the_defaults_break_no_rule():
@@ -111,6 +114,26 @@ def test_a_script_that_does_not_compile_is_refused_naming_its_file_and_line(tmp_
     template = tmp_path / "train.py.j2"
     template.write_text("steps = {{ training_steps }}\n")
     assert error_of(tf_script="train.py.j2", script_path=str(template)) == ""
+
+
+def test_a_key_of_your_own_is_a_private_key_ssh_takes_as_it_is(tmp_path):
+    key = tmp_path / "id_ed25519"
+    assert error_of(tf_ssh_key="id_ed25519", ssh_key_path=str(key)) == (
+        "tf_ssh_key: id_ed25519 is not a file on the controller")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    assert error_of(tf_ssh_key="id_ed25519", ssh_key_path=str(key)) == ""
+    key.chmod(0o644)
+    assert error_of(tf_ssh_key="id_ed25519", ssh_key_path=str(key)) == (
+        f"tf_ssh_key: {key} can be read by others and ssh refuses such a key; chmod 0600 it")
+    key.chmod(0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "secret", "-P", "", "-f", str(key)], check=True,
+                   capture_output=True)
+    assert error_of(tf_ssh_key="id_ed25519", ssh_key_path=str(key)).startswith(
+        f"tf_ssh_key: {key} is not a private key ssh can use without a passphrase")
+    (tmp_path / "notes.txt").write_text("not a key\n")
+    (tmp_path / "notes.txt").chmod(0o600)
+    assert error_of(tf_ssh_key="notes.txt", ssh_key_path=str(tmp_path / "notes.txt")).startswith(
+        "tf_ssh_key: %s is not a private key" % (tmp_path / "notes.txt"))
 
 
 def test_durations_and_minutes_that_are_fine():

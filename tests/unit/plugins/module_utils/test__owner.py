@@ -3,6 +3,7 @@ rule for marked and unmarked resources, names that two controllers' clusters of 
 
 import os
 import stat
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,7 +14,14 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._access import (
     access_parts,
     name_owner,
 )
-from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id, is_own, show
+from ansible_collections.tfdist.cluster.plugins.module_utils._owner import (
+    OWNER_RE,
+    controller_id,
+    is_own,
+    key_id,
+    public_key,
+    show,
+)
 
 OWNER = "1f3a2b4c5d6e7f8091a2b3c4d5e6f708"
 OTHER = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"
@@ -36,6 +44,20 @@ def test_runs_that_start_at_once_share_one_id(tmp_path):
         ids = set(pool.map(lambda _: controller_id(path), range(16)))
     assert len(ids) == 1
     assert os.listdir(tmp_path) == ["controller-id"]  # no file left beside it
+
+
+def test_one_key_gives_one_owner_whoever_holds_it(tmp_path):
+    # Two execution environments given one machine credential are one controller: the second destroys what the
+    # first made. Another key is another owner; the key's comment does not count.
+    for name in ("a", "b"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(tmp_path / name)],
+                       check=True)
+    first = key_id(public_key(str(tmp_path / "a")))
+    assert OWNER_RE.match(first)
+    assert key_id(public_key(str(tmp_path / "a")) + " another comment") == first
+    assert key_id(public_key(str(tmp_path / "b"))) != first
+    with pytest.raises(ValueError, match="is not a private key ssh can use without a passphrase"):
+        public_key(str(tmp_path / "a.pub.missing"))
 
 
 def test_a_damaged_id_file_is_named(tmp_path):

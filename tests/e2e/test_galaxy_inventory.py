@@ -2,13 +2,15 @@
 
 The nodes are docker containers (created by playbooks/provision.yml -e cloud=docker, destroyed afterwards);
 the consumer's inventory lists them in groups `ps` and `worker` with their connection settings only: no
-tfdist group, no tfdist host variables, no chief (worker 0 leads). The playbook is the README's Galaxy
-section's, run with none of the repository's configuration.
+tfdist group, no tfdist host variables, no chief (worker 0 leads). The playbook is the one the Galaxy roles guide
+(docs/docsite/rst/guide_galaxy_roles.rst) shows, run with none of the repository's configuration.
 """
 
 import glob
 import json
 import os
+import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -17,18 +19,27 @@ import yaml
 from ansible_cli import REPO, run, run_inventory, run_playbook, tail
 from docker_engine import cluster_containers
 
-README = os.path.join(REPO, "README.md")
+GUIDE = os.path.join(REPO, "docs", "docsite", "rst", "guide_galaxy_roles.rst")
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
 
+def code_blocks(rst):
+    """(language, text) of each `.. code-block::` of an rst text, the text unindented."""
+    blocks = []
+    for match in re.finditer(r"^\.\. code-block:: *(\S+)\n\n((?:(?:   .*)?\n)+)", rst, re.M):
+        blocks.append((match.group(1), textwrap.dedent(match.group(2)).strip() + "\n"))
+    return blocks
+
+
 def galaxy_section_blocks():
-    """The inventory (ini) and the playbook (yaml) that the README's Galaxy section shows."""
-    with open(README) as handle:
+    """The inventory (ini) and the playbook (yaml) that the guide's section on the roles shows."""
+    with open(GUIDE) as handle:
         text = handle.read()
-    section = text.split("### From Galaxy on your own inventory", 1)[1].split("\n#", 1)[0]
-    blocks = [block.split("\n", 1) for block in section.split("```")[1::2]]
-    inventory = next(body for lang, body in blocks if lang.strip() == "ini")
-    playbook = next(body for lang, body in blocks if lang.strip() == "yaml")
+    section = text.split("\nThe roles on your own inventory\n", 1)[1]
+    section = re.split(r"\n\S.*\n-{4,}\n", section, maxsplit=1)[0]  # up to the next section
+    blocks = code_blocks(section)
+    inventory = next(body for lang, body in blocks if lang == "ini")
+    playbook = next(body for lang, body in blocks if lang == "yaml")
     return inventory, playbook
 
 
@@ -51,7 +62,7 @@ def plain(value):
 
 
 def consumer_inventory(name, example):
-    """The README's inventory with the docker nodes in place of its hosts: groups ps and worker, each host with
+    """The guide's inventory with the docker nodes in place of its hosts: groups ps and worker, each host with
     its connection settings (ansible_*) only."""
     source = os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml")
     listed = json.loads(run_inventory("-i", source, "--list", check=True).stdout)["_meta"]["hostvars"]

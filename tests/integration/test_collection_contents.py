@@ -40,6 +40,8 @@ ALLOWED = (
     "radl", "radl/*.radl", "radl/README.md",
     "examples", "examples/*.py",
     "changelogs", "changelogs/*",
+    # The collection docs (extra-docs.yml and its guides), rendered by antsibull-docs beside the plugin docs.
+    "docs", "docs/docsite", "docs/docsite/*",
     # What `ansible-test sanity` and `ansible-test units` run on an installed collection, and the helpers
     # that tests/conftest.py puts on sys.path for them.
     "tests", "tests/sanity", "tests/sanity/ignore-*.txt", "tests/unit", "tests/unit/*",
@@ -50,7 +52,7 @@ ALLOWED = (
 FORBIDDEN = ("*/molecule", "*/molecule/*", "*__pycache__*", "*.pyc", "inventories/clusters/*.yml", "tests/output*")
 # Files git tracks that a user needs (all of them are shipped), Molecule scenarios aside.
 NEEDED = ("plugins/*", "roles/*", "playbooks/*", "meta/*", "inventories/*/cloud.yml", "radl/*", "examples/*",
-          "requirements.txt", "bindep.txt", "README.md", "LICENSE", "tests/sanity/*", "tests/unit/*")
+          "docs/*", "requirements.txt", "bindep.txt", "README.md", "LICENSE", "tests/sanity/*", "tests/unit/*")
 # Where a role's task keyword finds a literal file.
 ROLE_DIRS = {"template": "templates", "copy": "files", "script": "files", "include_tasks": "tasks",
              "import_tasks": "tasks", "include_vars": "vars"}

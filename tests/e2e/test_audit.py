@@ -14,7 +14,7 @@ import uuid
 
 from ansible_cli import REPO, remove_artifacts, run_inventory, run_playbook, start_playbook, tail
 from docker_engine import cluster_containers
-from emulators.ec2 import LIVE_STATES, instances_of
+from emulators.ec2 import LIVE_STATES, instances_of, owned
 
 
 def tags(**pairs):
@@ -151,23 +151,6 @@ class Controller:
         ids = [listed["_meta"]["hostvars"][host]["libcloud_id"] for host in hosts]
         # Values from the cloud are unsafe (never templated): the JSON wraps them.
         return sorted(i["__ansible_unsafe"] if isinstance(i, dict) else i for i in ids)
-
-
-def owned(ec2, cluster):
-    """{owner's id: {'instances': [ids], 'groups': {name: [SSH CIDRs]}, 'keys': [names]}} of a cluster's resources."""
-    found = {}
-    for instance in instances_of(ec2, cluster, LIVE_STATES):
-        owner = instance["tags"].get("tfdist_owner")
-        found.setdefault(owner, {}).setdefault("instances", []).append(instance["InstanceId"])
-    of_cluster = [{"Name": "tag:tfdist_cluster", "Values": [cluster]}]
-    for group in ec2.describe_security_groups(Filters=of_cluster)["SecurityGroups"]:
-        owner = {t["Key"]: t["Value"] for t in group.get("Tags", [])}.get("tfdist_owner")
-        found.setdefault(owner, {}).setdefault("groups", {})[group["GroupName"]] = sorted(
-            ip["CidrIp"] for rule in group["IpPermissions"] if rule["FromPort"] == 22 for ip in rule["IpRanges"])
-    for key in ec2.describe_key_pairs(Filters=of_cluster)["KeyPairs"]:
-        owner = {t["Key"]: t["Value"] for t in key.get("Tags", [])}.get("tfdist_owner")
-        found.setdefault(owner, {}).setdefault("keys", []).append(key["KeyName"])
-    return found
 
 
 def test_two_controllers_deploy_one_cluster_name_and_each_destroys_only_its_own(ec2_emulator, tmp_path):

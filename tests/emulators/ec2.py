@@ -77,6 +77,23 @@ def cluster_instances(ec2, cluster, states=("pending", "running")):
     return {i["tags"].get("Name", i["InstanceId"]): i for i in instances_of(ec2, cluster, states)}
 
 
+def owned(ec2, cluster):
+    """{owner's id: {'instances': [ids], 'groups': {name: [SSH CIDRs]}, 'keys': [names]}} of a cluster's resources."""
+    found = {}
+    for instance in instances_of(ec2, cluster, LIVE_STATES):
+        owner = instance["tags"].get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("instances", []).append(instance["InstanceId"])
+    of_cluster = [{"Name": "tag:tfdist_cluster", "Values": [cluster]}]
+    for group in ec2.describe_security_groups(Filters=of_cluster)["SecurityGroups"]:
+        owner = {t["Key"]: t["Value"] for t in group.get("Tags", [])}.get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("groups", {})[group["GroupName"]] = sorted(
+            ip["CidrIp"] for rule in group["IpPermissions"] if rule["FromPort"] == 22 for ip in rule["IpRanges"])
+    for key in ec2.describe_key_pairs(Filters=of_cluster)["KeyPairs"]:
+        owner = {t["Key"]: t["Value"] for t in key.get("Tags", [])}.get("tfdist_owner")
+        found.setdefault(owner, {}).setdefault("keys", []).append(key["KeyName"])
+    return found
+
+
 def terminate_cluster(ec2, cluster):
     """Terminate what is left of a cluster's instances (test clean-up, with boto3, not the code under test)."""
     ids = [instance["InstanceId"] for instance in instances_of(ec2, cluster, LIVE_STATES)]

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from docker_engine import REPO, last_lines, script, unavailable
-from emulators.ec2 import LIVE_STATES, cluster_instances
+from emulators.ec2 import LIVE_STATES, cluster_instances, owned, terminate_cluster
 
 CONTEXT = ".cache/ee/context"
 # requirements-dev.txt's packages: none of them belongs in the image.
@@ -35,10 +35,12 @@ def ee_image(docker_engine):
     return built.stdout.strip().splitlines()[-1]
 
 
-def docker_run(image, *command, env=None, timeout=600):
+def docker_run(image, *command, env=None, volumes=(), timeout=600):
     args = ["docker", "run", "--rm", "--network", "host"]
     for key, value in (env or {}).items():
         args += ["-e", "%s=%s" % (key, value)]
+    for volume in volumes:
+        args += ["-v", volume]
     return subprocess.run(args + [image, *command], capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -74,6 +76,36 @@ def test_image_runs_check_against_the_ec2_emulator(ee_image, ec2_emulator):
     assert "failed=0" in out
     # check creates nothing.
     assert cluster_instances(ec2_emulator.boto3_client(), cluster, LIVE_STATES) == {}
+
+
+def test_a_deploy_in_one_container_is_destroyed_from_a_fresh_one(ee_image, ec2_emulator, tmp_path):
+    """AWX's way: each job a new container with nothing of the last one's, the same machine credential mounted.
+
+    The cloud is the source of truth: the second container finds the cluster by its tags and owner (the key's id).
+    """
+    cluster = "ee-%s" % uuid.uuid4().hex[:8]
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "machine")], check=True)
+    os.chown(keys / "machine", 1000, 0)  # the image's user, as AWX mounts a credential for it
+    run = dict(env=dict(ec2_emulator.env, ANSIBLE_NOCOLOR="1"), volumes=["%s:/credentials:ro" % keys])
+    common = ("-e", "cloud=aws", "-e", "cluster_name=" + cluster, "-e", "tf_ssh_key=/credentials/machine")
+    ec2 = ec2_emulator.boto3_client()
+    try:
+        made = docker_run(ee_image, "ansible-playbook", "tfdist.cluster.provision", *common, "-e", "tf_workers=1",
+                          "-e", "tf_ps=0", "-e", "tf_strategy=multi_worker_mirrored", "-e", "tf_ssh_from=127.0.0.1/32",
+                          "-e", "aws_image=" + ec2_emulator.image_id, "-e", "provision_wait=false", **run)
+        assert made.returncode == 0, made.stdout[-5000:] + made.stderr[-2000:]
+        resources = owned(ec2, cluster)
+        assert len(resources) == 1, resources  # one owner: the key's
+        [(owner, mine)] = resources.items()
+        assert len(mine["instances"]) == 2 and mine["keys"] == ["tfdist-%s-%s" % (cluster, owner[:6])], mine
+
+        gone = docker_run(ee_image, "ansible-playbook", "tfdist.cluster.destroy", *common, **run)
+        assert gone.returncode == 0, gone.stdout[-5000:] + gone.stderr[-2000:]
+        assert owned(ec2, cluster) == {}
+    finally:
+        terminate_cluster(ec2, cluster)
 
 
 def test_requirements_install_next_to_the_oldest_boto3_amazon_aws_accepts(tmp_path):

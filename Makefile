@@ -27,7 +27,7 @@ help:
 	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies; baked images"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
-	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint; the changelog checks"
+	@echo "make docs     ansible-doc renders every plugin and role entry point; antsibull-docs lint; the changelog checks; the docsite in .cache/docs/html"
 	@echo "make changelog  CHANGELOG.rst from changelogs/changelog.yaml (antsibull-changelog generate)"
 	@echo "make importer galaxy-importer accepts the built collection"
 	@echo "make units    the unit tests under ansible-test units (modules, module_utils, controller contexts)"
@@ -132,10 +132,27 @@ $(CHECK_STAMPS)/units: $(STAMP) $(COLLECTION_FILES)
 	PATH=$(CURDIR)/$(BIN):$$PATH scripts/ansible-test.sh units --venv --python $(SANITY_PYTHON)
 	@mkdir -p $(dir $@) && touch $@
 
+# The collection docsite as docs.ansible.com would build it: antsibull-docs lints the plugin and role docs and the
+# guides of docs/docsite (extra-docs.yml, their rst and their references), then renders them and Sphinx builds the
+# HTML into $(DOCS_SITE)/html. Offline, Ansible's own docsite (intersphinx) is out of reach: links into it (an
+# ansible.builtin module, `common_return_values`, an ANSIBLE_* variable) are the only Sphinx warnings let through.
+DOCS_SITE := .cache/docs
 $(CHECK_STAMPS)/docs: $(STAMP) $(CHECKS_STAMP) $(COLLECTION_FILES) | $(COLLECTION_LINK)
 	$(BIN)/python scripts/check-docs.py
-	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-docs lint-collection-docs --plugin-docs $(COLLECTION_LINK)
+	PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH antsibull-docs lint-collection-docs --plugin-docs --check-extra-docs-refs \
+		$(COLLECTION_LINK)
 	$(CHECKS_BIN)/python scripts/check-changelog.py
+	@rm -rf $(DOCS_SITE) && mkdir -p -m 700 $(DOCS_SITE)
+	cd $(DOCS_SITE) && export ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.collections PATH=$(CURDIR)/$(CHECKS_BIN):$$PATH && \
+		antsibull-docs sphinx-init --use-current --fail-on-error --dest-dir . --project tfdist.cluster \
+			--copyright 'tfdist maintainers' --title 'tfdist.cluster documentation' --html-short-title tfdist.cluster \
+			tfdist.cluster > /dev/null && \
+		antsibull-docs --config-file antsibull-docs.cfg collection --use-current --fail-on-error --dest-dir rst \
+			tfdist.cluster > /dev/null && \
+		sphinx-build -Q -b html -c . -D extensions=sphinx_antsibull_ext -w warnings.log rst html
+	@! grep -vP "undefined label: '(?!ansible_collections\.tfdist\.)[^']*' \[ref\.ref\]|target not found: ANSIBLE_\w+ \[ref\.envvar\]" \
+		$(DOCS_SITE)/warnings.log
+	@echo "docsite: $(DOCS_SITE)/html/index.html"
 	@mkdir -p $(dir $@) && touch $@
 
 # galaxy-importer on the tarball as Galaxy gets it: ansible-doc, ansible-lint (offline) and its own

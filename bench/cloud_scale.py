@@ -3,7 +3,7 @@
 """How do provisioning and the inventory grow with the cluster, in time and in cloud API calls?
 
 Against the emulated EC2 API of the tests (moto behind the proxy of tests/emulators/ec2.py, which counts
-the calls by EC2 Action), for N in --sizes (default 10 50 100 200) nodes, 1 chief + 1 ps + N-2 workers of
+the calls by EC2 Action), for N in --sizes (default 10 50 100 200 1000) nodes, 1 chief + 1 ps + N-2 workers of
 t2.micro, each phase runs the way a user runs it, as an ansible CLI in a subprocess:
 
   plan          `ansible localhost -m tfdist.cluster.libcloud_node --check` (the plan, nothing changes)
@@ -14,8 +14,8 @@ t2.micro, each phase runs the way a user runs it, as an ansible CLI in a subproc
 
 The emulator is reset between sizes. Times include the start of the ansible CLI (measured once on its own
 as `startup`). What it shows: the inventory makes the same few calls for 10 nodes as for 200, the cached
-inventory none; create and destroy grow with N. Prints a row per size, writes
-bench/results/cloud_scale.json and bench/results/cloud_scale.png.
+inventory none; create and destroy grow with N. The goal: the plan and the create of 1,000 nodes (GOAL_NODES) in at most
+10 s together. Prints a row per size, writes bench/results/cloud_scale.json and bench/results/cloud_scale.png.
 """
 
 from __future__ import annotations
@@ -34,10 +34,13 @@ sys.path.insert(0, os.path.join(REPO, "tests"))  # the emulator lives with the t
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
 from emulators.ec2 import ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
-from goals import RESULTS, save_figure, two_panels, write  # noqa: E402
+from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 PHASES = ("plan", "create", "inventory", "cached", "destroy")
 SIZE = "t2.micro"
+# The goal's cluster size, and the most seconds its plan and create may take together.
+GOAL_NODES = 1000
+GOAL_PLAN_CREATE_S = 10
 
 
 def roles(image, nodes):
@@ -162,7 +165,7 @@ def code_under_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 100, 200])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 100, 200, GOAL_NODES])
     args = parser.parse_args()
     if min(args.sizes) < 3:
         parser.error("every size needs at least 3 nodes (1 chief, 1 ps, 1 worker)")
@@ -189,8 +192,11 @@ def main():
                 if base["phases"][phase]["seconds"] else None
             item["calls_growth"] = round(item["total_calls"] / base["phases"][phase]["total_calls"], 2) \
                 if base["phases"][phase]["total_calls"] else None
+    goals = [goal(f"EC2 emulator, plan + create of {row['nodes']} nodes (s)",
+                  row["phases"]["plan"]["seconds"] + row["phases"]["create"]["seconds"], GOAL_PLAN_CREATE_S)
+             for row in rows if row["nodes"] == GOAL_NODES]
     write("cloud_scale", {"sizes": args.sizes, "cpus": os.cpu_count(), "instance_type": SIZE, "startup_s": startup,
-                          "code": code, "rows": rows})
+                          "code": code, "rows": rows, "goals": goals})
     plot(rows, startup, os.path.join(RESULTS, "cloud_scale.png"))
 
     last = rows[-1]

@@ -21,6 +21,8 @@
 #                                                -v /sys/fs/cgroup:/sys/fs/cgroup:ro --tmpfs /run --tmpfs /run/lock
 # Environment:
 #   TFDIST_TF_VERSION      tensorflow-cpu version for the TF image (2.21.0)
+#   TFDIST_DEBIAN_SUITE    the base image's Debian release (bookworm; trixie for a newer Python, 3.13, with
+#                          --base-only: scripts/core-matrix.sh's controller image); it names the default base image
 #   TFDIST_DEBIAN_MIRROR   Debian mirror (default: the first one in this machine's apt sources)
 #   TFDIST_PIP_CACHE       host pip cache, mounted into the TF build (default ~/.cache/pip)
 #   TFDIST_CA_BUNDLE       CA bundle given to pip in the TF build, for TLS-intercepting proxies
@@ -42,12 +44,12 @@ for arg in "$@"; do
 done
 
 TF_VERSION=${TFDIST_TF_VERSION:-2.21.0}
-BASE_IMAGE=${TFDIST_BASE_IMAGE:-tfdist/node:bookworm}
+SUITE=${TFDIST_DEBIAN_SUITE:-bookworm}
+BASE_IMAGE=${TFDIST_BASE_IMAGE:-tfdist/node:$SUITE}
 TF_IMAGE=${TFDIST_NODE_IMAGE:-tfdist/node-tf:$TF_VERSION}
 VM_IMAGE=${TFDIST_VM_IMAGE:-tfdist/node-vm:bookworm}
 PIP_CACHE=${TFDIST_PIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}
 CA_BUNDLE=${TFDIST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
-SUITE=bookworm
 PACKAGES=python3,python3-apt,python3-venv,python3-pip,sudo,procps,openssh-server,ca-certificates,iproute2
 # Each container makes its own host keys (the image must not ship shared ones), then runs sshd.
 SSHD_CMD='CMD ["/bin/sh", "-c", "mkdir -p /run/sshd && ssh-keygen -A && exec /usr/sbin/sshd -D -e"]'

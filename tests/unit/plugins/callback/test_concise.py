@@ -67,16 +67,27 @@ def test_skipped_tasks_are_hidden_unless_asked_for_or_verbose(monkeypatch):
     assert verbose.get_option("display_skipped_hosts") is True
 
 
-def run_task(plugin, name, results, loop=None):
-    """Give the plugin a task's start and its results: [(host name, result dict)]."""
+def callback_task_result(host, task, result):
+    """The result object ansible-core gives callbacks. Since 2.21 it is made from core's own task result type,
+    before that from the result dict and the task's fields."""
     from ansible.executor.task_result import CallbackTaskResult
     from ansible.inventory.host import Host
+
+    try:
+        from ansible._internal._task import UnifiedTaskResult
+    except ImportError:
+        return CallbackTaskResult(Host(host), task, result, {})
+    return CallbackTaskResult(Host(host), task, UnifiedTaskResult.from_action_result_dict(result))
+
+
+def run_task(plugin, name, results, loop=None):
+    """Give the plugin a task's start and its results: [(host name, result dict)]."""
     from ansible.playbook.task import Task
 
     task = Task.load({"name": name, "action": "ansible.builtin.ping", **({"loop": loop} if loop else {})})
     plugin.v2_playbook_on_task_start(task, False)
     for host, result in results:
-        callback_result = CallbackTaskResult(Host(host), task, result, {})
+        callback_result = callback_task_result(host, task, result)
         if result.get("failed"):
             plugin.v2_runner_on_failed(callback_result)
         else:

@@ -342,10 +342,14 @@ OWN_VARIABLES = 'TFDIST_'
 
 
 def task_variables(task, params):
-    """A task's task.env as a dict (params: training_files' work_dir, cluster_name, tasks and gpus)."""
+    """A task's task.env as a dict (params: training_files' work_dir, cluster_name, tasks, gpus and tf_keras)."""
     variables = {OWN_VARIABLES + 'CLUSTER': params['cluster_name'], OWN_VARIABLES + 'TASK': task['name'],
                  OWN_VARIABLES + 'WORK_DIR': params['work_dir'],
                  OWN_VARIABLES + 'TASK_DIR': task_folder(params['work_dir'], task['name'])}
+    if params.get('tf_keras'):
+        # tf.keras is tf-keras (Keras 2). Here and not in the never-logged env of the modules: Ansible masks each of
+        # those values wherever it shows in their results, and this '1' would garble every name and time holding a 1.
+        variables['TF_USE_LEGACY_KERAS'] = '1'
     if params['gpus'] > 0 and len(params['tasks']) > 1:
         # Several tasks share the host's GPUs: a GPU each for the chief and workers, none for the others.
         gpu_tasks = [t['name'] for t in params['tasks'] if t['type'] in ('chief', 'worker')]

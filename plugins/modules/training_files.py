@@ -57,6 +57,13 @@ options:
         C(CUDA_VISIBLE_DEVICES), and the others (ps, evaluator) none. V(0) leaves C(CUDA_VISIBLE_DEVICES) alone.
     type: int
     default: 0
+  tf_keras:
+    description:
+      - Each task's C(task.env) sets C(TF_USE_LEGACY_KERAS=1), so that C(tf.keras) is C(tf-keras) (Keras 2), which
+        the node must have (the tensorflow role's C(tensorflow_tf_keras)).
+    type: bool
+    default: false
+    version_added: 0.5.0
   folders:
     description: More folders to create under O(work_dir)/tasks (for example V(tensorboard)).
     type: list
@@ -222,6 +229,7 @@ ARGUMENT_SPEC = dict(
     cluster_spec=dict(type="dict", required=True),
     chief_name=dict(type="str", default="chief", choices=list(_cluster.CHIEF_NAMES)),
     gpus=dict(type="int", default=0),
+    tf_keras=dict(type="bool", default=False),
     folders=dict(type="list", elements="str", default=[]),
     package_dest=dict(type="path"),
     script_template=dict(type="path"),

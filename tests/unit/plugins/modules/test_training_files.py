@@ -60,6 +60,14 @@ def test_gpus_are_shared_among_the_chief_and_workers_only(run, tmp_path):
     assert "CUDA_VISIBLE_DEVICES=\n" in env["ps-0"]
 
 
+def test_tf_keras_makes_tf_keras_every_task_s_keras_and_masks_nothing_of_the_result(run, tmp_path):
+    result = run(script="x = 1\n", tf_keras=True)
+    for task in TASKS:
+        assert "TF_USE_LEGACY_KERAS=1\n" in (tmp_path / "job" / "tasks" / task["name"] / "task.env").read_text()
+    # In task.env, not a never-logged value: a '1' of those is masked wherever it shows (worker-1, a start time).
+    assert result["new_tasks"] == ["worker-0", "worker-1", "ps-0"]
+
+
 def test_master_names_the_chief_for_estimator_era_scripts(run, tmp_path):
     run(script="x = 1\n", tasks=[{"name": "chief-0", "type": "chief", "index": 0}],
         cluster_spec={"chief": ["10.0.0.1:2222"]}, chief_name="master")

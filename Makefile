@@ -41,13 +41,15 @@ help:
 
 setup: $(STAMP) $(COLLECTION_LINK)
 
-# tf-keras, for cloud=local with -e tf_keras=true (the tensorflow role's pin, of TensorFlow's release), without its
-# one dependency: it asks for `tensorflow`, which tensorflow-cpu is under another name (pip would add a second copy).
+# tf-keras, for cloud=local with -e tf_keras=true: of the release of requirements-dev.txt's TensorFlow, as the
+# tensorflow role picks it, so the stamp follows it too. Without its one dependency: it asks for `tensorflow`, which
+# tensorflow-cpu is under another name (pip would add a second copy).
+TF_RELEASE := $(shell sed -n 's/^tensorflow-cpu==\([0-9]*\.[0-9]*\)\..*/\1/p' requirements-dev.txt)
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --progress-bar off -r requirements-dev.txt
-	$(BIN)/pip install --quiet --progress-bar off --no-deps 'tf-keras==2.21.*'
+	$(BIN)/pip install --quiet --progress-bar off --no-deps 'tf-keras==$(TF_RELEASE).*'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # The repository itself is the collection: link it where Ansible looks for tfdist.cluster.

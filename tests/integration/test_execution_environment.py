@@ -98,7 +98,7 @@ def test_a_deploy_in_one_container_is_destroyed_from_a_fresh_one(ee_image, ec2_e
         assert made.returncode == 0, made.stdout[-5000:] + made.stderr[-2000:]
         resources = owned(ec2, cluster)
         assert len(resources) == 1, resources  # one owner: the key's
-        [(owner, mine)] = resources.items()
+        owner, mine = next(iter(resources.items()))
         assert len(mine["instances"]) == 2 and mine["keys"] == ["tfdist-%s-%s" % (cluster, owner[:6])], mine
 
         gone = docker_run(ee_image, "ansible-playbook", "tfdist.cluster.destroy", *common, **run)

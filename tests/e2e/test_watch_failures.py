@@ -5,7 +5,7 @@ import os
 import signal
 import time
 
-from ansible_cli import REPO, start_playbook
+from ansible_cli import REPO, run_playbook, start_playbook, tail
 from processes import free_port_block, tf_processes
 
 
@@ -45,3 +45,19 @@ def test_dead_worker_fails_the_play_fast(cluster_name):
 
     # Nothing of the job keeps running unwatched.
     assert tf_processes(job_dir) == []
+
+
+def test_a_chief_that_ends_at_once_fails_the_watch_naming_it_and_its_log(cluster_name, tmp_path):
+    """A script that fails at its imports (tf_keras=true's multi-worker shape): the watch fails naming the chief and
+    showing its log, rather than saying ok and leaving collect to find no results."""
+    script = tmp_path / "train.py"
+    script.write_text("print('reading the data')\nimport no_such_module\n")
+    base = free_port_block(3)
+    result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
+                          "tf_strategy=multi_worker_mirrored", "tf_workers=2", "tf_keras=true", f"tf_script={script}")
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "TF task chief-0 on" in out and "exited with code 1" in out, tail(result)
+    assert "ModuleNotFoundError: No module named 'no_such_module'" in out and "reading the data" in out, tail(result)
+    assert "Note where the leader wrote its results" not in out, tail(result)  # collect never began
+    assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []

@@ -9,7 +9,7 @@ name: prefork
 type: aggregate
 author: tfdist maintainers (@tfdist)
 version_added: 0.5.0
-short_description: The controller loads a task's plugins, freezes its objects and keeps compiled templates for its workers
+short_description: The controller loads a task's plugins and freezes its objects before it forks its workers
 description:
   - Ansible runs each task of each host in a worker process forked from the controller's. What the controller has
     not loaded yet (the task's action plugin, the filters and tests of its templates, the connection) each worker
@@ -18,31 +18,43 @@ description:
   - This callback loads those plugins in the controller's own process, where every worker forked after it finds them
     loaded. Filters, tests and connections once per playbook; a task's module path and action plugin when the task
     starts, before its workers are forked. On a 32-node cluster that is one import instead of 32 on every task.
-  - Ansible finds a collection's filter or test again each time a template names it, in each worker and for each
-    new templating environment (several per task), by listing the collection's filter (or test) files and loading
-    every one of them to pick the one named. The controller keeps what it found for each name, and finds every
-    filter of this collection once before the first fork, so that a worker finds it with a dict look-up.
   - When a task starts it also moves the controller's objects out of the garbage collector's reach (Python's
     C(gc.freeze), made for servers that fork), so the workers leave them alone. They stay there to the end of the
     run, where the interpreter's teardown then does not walk them (about 0.15 s of every run), and are given back
     when another playbook starts in the same process.
-  - It also keeps the code Jinja compiles for each template and expression (O(template_cache)). Ansible compiles a
-    template each time it renders one, most of them in a worker for one host of one task; on a re-run that changes
-    nothing, that was a third of the workers' time. The code is kept under a key made of the template's text, the
-    settings it is compiled with and the Python, Jinja and Ansible versions, so a changed template is compiled
-    again; the filters and tests it names are looked at again before its code is used (Jinja's code depends on how
-    each takes its arguments).
-  - It changes nothing a task does or shows. It is off by default, in the tfdist.cluster repository's C(ansible.cfg)
-    too; add it to C(callbacks_enabled) to use it. It replaces private parts of ansible-core (its Jinja plugin
-    lookup, whose cache it reads) and Jinja's C(Environment.compile) in the controller's process, which a new
-    ansible-core may change (where it does not find them, the run goes on without what needs them), so leave it off
-    while you debug a template or a plugin.
+  - It changes nothing a task does or shows, and replaces nothing (it calls the plugin loaders' lookups and Python's
+    C(gc.freeze)). Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own, add it to
+    C(callbacks_enabled). On a first C(cloud=local) deploy it brought the first training step 2 to 3 s sooner.
+  - O(private_speedups) adds two more, off by default because they replace private parts of ansible-core and Jinja
+    in the controller's process, which a new ansible-core may change (where they are not found, the run goes on
+    without them); leave them off while you debug a template or a plugin.
+  - Each filter and test name found once per process (it replaces ansible-core's Jinja plugin lookup and reads the
+    loader's module cache). Ansible finds a collection's filter or test again each time a template names it, in
+    each worker and for each new templating environment (several per task), by listing the collection's filter (or
+    test) files and loading every one of them to pick the one named.
+  - The code Jinja compiles for each template and expression kept in the process and in O(template_cache) (it
+    replaces C(jinja2.Environment.compile)). Ansible compiles a template each time it renders one, most of them in a
+    worker for one host of one task. The code is kept under a key made of the template's text, the settings it is
+    compiled with and the Python, Jinja and Ansible versions, so a changed template is compiled again; the filters
+    and tests it names are looked at again before its code is used.
 requirements:
   - enable in the configuration (C(callbacks_enabled))
 options:
+  private_speedups:
+    description:
+      - Also find each filter and test name once per process and keep compiled templates (see above), replacing private
+        parts of ansible-core and Jinja, for speed only.
+    type: bool
+    default: false
+    env:
+      - name: TFDIST_PREFORK_PRIVATE_SPEEDUPS
+    ini:
+      - key: private_speedups
+        section: callback_prefork
   template_cache:
     description:
-      - The folder that keeps compiled templates between runs, made with mode C(0700) where missing. Ansible runs
+      - With O(private_speedups), the folder that keeps compiled templates between runs, made with mode C(0700) where
+        missing. Ansible runs
         the code in it, so a folder that other users can write to is not used (the run goes on without it).
       - Entries are a few kilobytes each; the folder can be removed at any time. Once a day the first run removes
         the entries no run has used for 30 days (those of an older Ansible, Jinja or Python, or of edited templates).
@@ -90,7 +102,10 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook):
         gc.unfreeze()  # what a playbook before this one in the same process froze
-        self._quietly(self._keep_compiled_templates)
+        if self.get_option("private_speedups"):
+            self._quietly(self._keep_compiled_templates)
+            self._quietly(_keep_found_jinja_plugins)
+            self._quietly(_find_collection_filters)
         self._quietly(self._load_templating_and_connections)
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -112,11 +127,9 @@ class CallbackModule(CallbackBase):
 
     @staticmethod
     def _load_templating_and_connections():
-        _keep_found_jinja_plugins()
         for loader in (filter_loader, test_loader):
             list(loader.all())  # Ansible's own filters and tests, found and wrapped once
-            for name in _collection_plugin_names(loader):
-                loader.get(name)
+        filter_loader.get(COLLECTION_FILTER)  # imports each of the collection's filter files, as a worker would
         for name in CONNECTIONS:
             connection_loader.get(name, class_only=True)
 
@@ -141,6 +154,12 @@ class CallbackModule(CallbackBase):
             load(*args)
         except Exception as e:  # pylint: disable=broad-exception-caught
             display.vvvv("tfdist.cluster.prefork: %s" % e)
+
+
+def _find_collection_filters():
+    """Each of this collection's filters found once in the controller (kept by _keep_found_jinja_plugins)."""
+    for name in _collection_plugin_names(filter_loader):
+        filter_loader.get(name)
 
 
 def _collection_plugin_names(loader):

@@ -15,6 +15,7 @@ from ansible.plugins.loader import callback_loader, init_plugin_loader
 from ansible.playbook.task import Task
 init_plugin_loader()
 plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin.set_options()  # as a run does: from the configuration and the environment
 before = set(sys.modules)
 plugin.v2_playbook_on_start(None)
 for action in sys.argv[1:]:
@@ -56,6 +57,7 @@ def test_a_module_without_an_action_plugin_loads_the_normal_action():
 
 def test_a_task_it_cannot_resolve_is_left_to_the_worker():
     plugin = callback_loader.get("tfdist.cluster.prefork")
+    plugin.set_options()
     task = Task()
     task.action = "no.such.collection_module"
     plugin.v2_playbook_on_task_start(task, False)  # the worker reports it, as without this callback
@@ -69,6 +71,7 @@ from ansible.plugins.loader import callback_loader, init_plugin_loader
 from ansible.playbook.task import Task
 init_plugin_loader()
 plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin.set_options()  # as a run does: from the configuration and the environment
 task = Task()
 task.action = "ansible.builtin.debug"
 plugin.v2_playbook_on_task_start(task, False)
@@ -109,6 +112,7 @@ def test_a_playbook_keeps_its_compiled_templates_in_the_folder_and_shows_the_sam
     playbook.write_text(PLAYBOOK)
     folder = tmp_path / "templates"
     env = dict(os.environ, TFDIST_TEMPLATE_CACHE=str(folder), ANSIBLE_CALLBACKS_ENABLED="tfdist.cluster.prefork",
+               TFDIST_PREFORK_PRIVATE_SPEEDUPS="true",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1")
     command = [sys.executable, "-m", "ansible.cli.playbook", "-i", "localhost,", str(playbook)]
     runs, kept = [], []
@@ -126,7 +130,9 @@ FOUND_ONCE = """
 import pkgutil, sys
 from ansible.plugins.loader import callback_loader, filter_loader, init_plugin_loader
 init_plugin_loader()
-callback_loader.get("tfdist.cluster.prefork").v2_playbook_on_start(None)
+plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin.set_options()
+plugin.v2_playbook_on_start(None)
 
 def listed(*args, **kwargs):
     raise AssertionError("the collection's filter files were listed again")
@@ -142,9 +148,32 @@ except Exception as e:  # Ansible wraps what went wrong while it looked
 
 
 def test_each_filter_of_the_collection_is_found_once_in_the_controller_and_a_missing_one_is_looked_for_again():
-    run = subprocess.run([sys.executable, "-c", FOUND_ONCE], capture_output=True, text=True, check=True)
+    env = dict(os.environ, TFDIST_PREFORK_PRIVATE_SPEEDUPS="true")
+    run = subprocess.run([sys.executable, "-c", FOUND_ONCE], env=env, capture_output=True, text=True, check=True)
     found, missing = run.stdout.splitlines()
     # A worker (forked from the controller) finds the filter with no look at the collection's files.
     assert found == "True tfdist.cluster.tf_group"
     # A name not found is not remembered as missing: the next look searches again (and reports it as before).
     assert missing == "looked for again: the collection's filter files were listed again"
+
+
+# By default the callback replaces nothing of ansible-core or Jinja: the lookup and the compile are theirs.
+UNTOUCHED = """
+import jinja2
+from ansible.plugins.loader import Jinja2Loader, callback_loader, init_plugin_loader
+init_plugin_loader()
+lookup, compile_ = Jinja2Loader.get_with_context, jinja2.Environment.compile
+plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin.set_options()
+plugin.v2_playbook_on_start(None)
+print(Jinja2Loader.get_with_context is lookup, jinja2.Environment.compile is compile_)
+"""
+
+
+def test_without_private_speedups_neither_ansible_s_plugin_lookup_nor_jinja_s_compile_is_replaced():
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TFDIST_PREFORK")}
+    run = subprocess.run([sys.executable, "-c", UNTOUCHED], env=env, capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["True", "True"]
+    run = subprocess.run([sys.executable, "-c", UNTOUCHED], env=dict(env, TFDIST_PREFORK_PRIVATE_SPEEDUPS="true"),
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "False"]

@@ -24,7 +24,7 @@ description:
     when another playbook starts in the same process.
   - It changes nothing a task does or shows, and replaces nothing (it calls the plugin loaders' lookups and Python's
     C(gc.freeze)). Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own, add it to
-    C(callbacks_enabled). On a first C(cloud=local) deploy it brought the first training step 2 to 3 s sooner.
+    C(callbacks_enabled). On a first C(cloud=local) deploy it brought the first training step about 2 s sooner.
   - O(private_speedups) adds two more, off by default because they replace private parts of ansible-core and Jinja
     in the controller's process, which a new ansible-core may change (where they are not found, the run goes on
     without them); leave them off while you debug a template or a plugin.

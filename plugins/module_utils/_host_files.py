@@ -17,7 +17,7 @@ import os
 from . import _cluster
 from ._files import lay_down, make_folder, needs_write, package_root, write_file
 from ._supervisor import warm
-from ._task_folder import SupervisorError
+from ._task_folder import SupervisorError, extra_environment
 from ._warm_start import warm_host
 
 
@@ -28,6 +28,10 @@ class HostFilesError(Exception):
 def lay_down_host(p, package_files, check_mode=False):
     """The training_files module's result for its validated params p; package_files: {path: content} of the package
     (read only when p names a package_dest). Raises HostFilesError."""
+    try:
+        p = dict(p, env=extra_environment(p.get("env") or {}))
+    except ValueError as error:
+        raise HostFilesError(str(error)) from None
     for task in p["tasks"]:
         missing = [key for key in ("name", "type", "index") if key not in task]
         if missing:

@@ -26,6 +26,7 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -293,6 +294,21 @@ def inherited(name):
     if name.startswith(TERRAFORM_PREFIXES):
         return False
     return name in INHERITED_VARIABLES or name.startswith(INHERITED_PREFIXES)
+
+
+def extra_environment(value):
+    """The tasks' extra environment (the modules' env option) as a mapping of strings.
+
+    It comes as a mapping, or as the JSON text of one: the training role passes JSON, so that no_log hides that whole
+    text in a module's results, not each value on its own (a value such as 1 would be masked in every name, number
+    and time of the result). ValueError when it is neither.
+    """
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    if not isinstance(value, dict):
+        raise ValueError("env: must be a mapping of variable names to values (or its JSON), got %s"
+                         % type(value).__name__)
+    return {str(key): str(item) for key, item in value.items()}
 
 
 def inherited_environment():

@@ -19,7 +19,7 @@ import os
 
 from ._files import digest
 from ._supervisor import parse_host_port
-from ._task_folder import NOT_STARTED, task_status
+from ._task_folder import NOT_STARTED, extra_environment, task_status
 
 HASH_FILE = "config.sha256"
 # The state of a task whose folder does not exist yet.
@@ -44,7 +44,7 @@ ARGUMENT_SPEC = dict(
     tasks=dict(type="list", elements="dict", options=TASK_SPEC),
     state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
     command=dict(type="list", elements="str"),
-    env=dict(type="dict", default={}, no_log=True),
+    env=dict(type="raw", default={}, no_log=True),  # a mapping or its JSON (_task_folder.extra_environment)
     env_file=dict(type="path"),
     env_from_files=dict(type="dict", default={}),
     watch_files=dict(type="list", elements="path", default=[]),
@@ -71,13 +71,16 @@ PATH_OPTIONS = ("dir", "env_file", "watch_files", "chdir")
 
 
 def task_params(params):
-    """Each task's options (the module's validated params): its own, over what the tasks of one call share."""
+    """Each task's options (the module's validated params): its own, over what the tasks of one call share.
+
+    ValueError where env is not a mapping (or its JSON)."""
     shared = dict((key, value) for key, value in params.items() if key != "tasks")
     each = params["tasks"] if params["tasks"] is not None else [{}]
     tasks = [dict(shared, **task) for task in each]
     for p in tasks:
         p["dir"] = os.path.abspath(p["dir"])
         p["env_from_files"] = dict((str(k), str(v)) for k, v in p["env_from_files"].items())
+        p["env"] = extra_environment(p["env"])
     return tasks
 
 

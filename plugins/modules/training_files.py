@@ -133,7 +133,9 @@ options:
     description:
       - The extra environment of the tasks, as the launch's O(tfdist.cluster.training_task#module:env), so that the
         warm Python imports with the task's environment (one that differs is not used). Never logged.
-    type: dict
+      - A mapping, or the JSON text of one, as O(tfdist.cluster.training_task#module:env) takes it (JSON keeps
+        Ansible from masking each short value wherever it appears in the result).
+    type: raw
     default: {}
     version_added: 0.5.0
 extends_documentation_fragment:
@@ -241,7 +243,7 @@ ARGUMENT_SPEC = dict(
     )),
     warm_python=dict(type="path"),
     warm_modules=dict(type="list", elements="str", default=["tensorflow"]),
-    env=dict(type="dict", default={}, no_log=True),
+    env=dict(type="raw", default={}, no_log=True),  # a mapping or its JSON (_task_folder.extra_environment)
 )
 
 

@@ -103,11 +103,12 @@ options:
         locale (C(LANG), C(LANGUAGE), C(LC_*), C(TZ)), C(LD_LIBRARY_PATH) and the C(TF_*) (but Terraform's),
         C(TFDIST_*) and C(CUDA_*) variables; anything else (cloud credentials above all) only from here or
         O(env_file).
-      - Ansible masks every occurrence of these values in the module's result, so a short value such as V(1)
-        garbles it (pids, times); pass values that are not secret with O(env_file) or O(env_from_files).
+      - A mapping, or the JSON text of one (C({{ env | to_json }}), as the training role passes it). Ansible masks
+        every occurrence of a no_log value in the module's result: given a mapping, each value is masked on its own,
+        and a short one such as V(1) garbles the result (names, pids, times); given JSON, only that whole text is.
       - Unless set here or in O(env_file), C(TMPDIR) is the folder C(tmp) in the task's O(dir), removed when the
         task ends (a Python that leaves by C(os._exit) leaves its temporary files behind).
-    type: dict
+    type: raw
     default: {}
   env_file:
     description: File of C(KEY=VALUE) lines added to the task's environment.
@@ -380,7 +381,10 @@ def wait_for_early_failures(results, params, seconds):
 def main():
     module = AnsibleModule(argument_spec=_task_plan.ARGUMENT_SPEC, supports_check_mode=True, **_task_plan.ARGUMENT_RULES)
     _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
-    params = _task_plan.task_params(module.params)
+    try:
+        params = _task_plan.task_params(module.params)
+    except ValueError as error:
+        module.fail_json(msg=str(error))
     for p in params:
         error = _task_plan.check_params(p)
         if error:

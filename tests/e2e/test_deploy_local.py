@@ -117,7 +117,9 @@ def test_a_tf_keras_multi_worker_mirrored_fit_script_trains_with_tf_keras(cluste
     base = free_port_block(3)
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                           "tf_strategy=multi_worker_mirrored", "tf_workers=2", "tf_keras=true",
-                          "tf_script=examples/keras2_multi_worker_mirrored.py")
+                          "tf_script=examples/keras2_multi_worker_mirrored.py",
+                          # A short value of the user's, never logged, masked nowhere else (tf_env goes as JSON).
+                          '{"tf_env": {"EXAMPLE_FLAG": "1"}}')
     assert result.returncode == 0, tail(result)
 
     artifacts = os.path.join(REPO, "artifacts", cluster_name)

@@ -68,6 +68,15 @@ def test_tf_keras_makes_tf_keras_every_task_s_keras_and_masks_nothing_of_the_res
     assert result["new_tasks"] == ["worker-0", "worker-1", "ps-0"]
 
 
+def test_an_environment_given_as_json_is_masked_whole_never_value_by_value(run, tmp_path):
+    # The training role passes tf_env as JSON: a user's short value ('1') is no longer masked wherever it shows.
+    assert run(script="x = 1\n", env=json.dumps({"MY_FLAG": "1"}))["new_tasks"] == ["worker-0", "worker-1", "ps-0"]
+    # Given as a mapping, Ansible's no_log masks each value wherever it shows: why the role passes JSON.
+    masked = run(script="x = 1\n", env={"MY_FLAG": "1"}, work_dir=str(tmp_path / "other"))
+    assert "worker-1" not in masked["new_tasks"]
+    assert "env: must be a mapping" in run(script="x = 1\n", env="[1, 2]")["msg"]
+
+
 def test_master_names_the_chief_for_estimator_era_scripts(run, tmp_path):
     run(script="x = 1\n", tasks=[{"name": "chief-0", "type": "chief", "index": 0}],
         cluster_spec={"chief": ["10.0.0.1:2222"]}, chief_name="master")

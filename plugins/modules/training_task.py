@@ -103,8 +103,8 @@ options:
         locale (C(LANG), C(LANGUAGE), C(LC_*), C(TZ)), C(LD_LIBRARY_PATH) and the C(TF_*) (but Terraform's),
         C(TFDIST_*) and C(CUDA_*) variables; anything else (cloud credentials above all) only from here or
         O(env_file).
-      - A mapping, or the JSON text of one (C({{ env | to_json }}), as the training role passes it). Ansible masks
-        every occurrence of a no_log value in the module's result: given a mapping, each value is masked on its own,
+      - A mapping, or the JSON text of one (C(env | to_json), as the training role passes it). Ansible masks
+        every occurrence of a no_log value in the module's result. Given a mapping, each value is masked on its own,
         and a short one such as V(1) garbles the result (names, pids, times); given JSON, only that whole text is.
       - Unless set here or in O(env_file), C(TMPDIR) is the folder C(tmp) in the task's O(dir), removed when the
         task ends (a Python that leaves by C(os._exit) leaves its temporary files behind).

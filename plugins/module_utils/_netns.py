@@ -150,6 +150,7 @@ def ensure(job_dir, forward=(), python=None, check_mode=False, timeout=30.0):
     # Its log and record are the job's user's alone, as the job's other files (_files).
     log_path = os.path.join(job_dir, LOG)
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE), "a") as log:
+        # pylint: disable-next=ansible-bad-function  # no AnsibleModule here: no run_command
         holder = subprocess.Popen(command, cwd=job_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                   start_new_session=True, close_fds=True, umask=PRIVATE_UMASK)
     try:

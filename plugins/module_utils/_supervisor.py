@@ -196,6 +196,7 @@ class _Supervisor:
         task_dir, name, command = spec["dir"], spec["name"], spec["command"]
         log_line(self.log, "starting %s: %s" % (name, " ".join(command)))
         try:
+            # pylint: disable-next=ansible-bad-function  # no AnsibleModule here: no run_command
             self.proc = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -261,6 +262,7 @@ class _Supervisor:
                 except OSError as e:
                     log_line(self.log, "warm host %s not reached (%s): importing here" % (warm["host"], e))
             if self.proc is None:
+                # pylint: disable-next=ansible-bad-function  # no AnsibleModule here: no run_command
                 self.proc = subprocess.Popen(warm["command"], stdin=subprocess.PIPE, stdout=self.log,
                                              stderr=subprocess.STDOUT, cwd=task_dir, env=self.env,
                                              start_new_session=True)

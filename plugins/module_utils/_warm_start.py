@@ -93,6 +93,7 @@ def warm_host(socket_path, python, count, modules=("tensorflow",), env=None, war
         # Its log is private as the tasks' files are (_files; the tasks it forks set their umask: _warm_child.run).
         log_path = os.path.splitext(socket_path)[0] + ".log"
         with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w") as log:
+            # pylint: disable-next=ansible-bad-function  # no AnsibleModule here: no run_command
             host = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=os.path.dirname(socket_path), env=host_env, start_new_session=True,
                                     pass_fds=[listener.fileno()],

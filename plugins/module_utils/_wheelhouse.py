@@ -131,6 +131,7 @@ def run_pip(pip, args):
     """Run pip with args; its failure as a WheelhouseError with the end of its output."""
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
     try:
+        # pylint: disable-next=ansible-bad-function  # no AnsibleModule here: no run_command
         done = subprocess.run(list(pip) + args, capture_output=True, text=True, errors="replace", env=env,
                               check=False)
     except OSError as error:

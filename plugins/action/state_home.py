@@ -45,11 +45,15 @@ def read(path):
         return handle.read()
 
 
-def move(old, new, old_home, home):
-    """Move one file; an inventory source's paths into the old state home now point into the new one."""
+def move(name, old_home, home, moved):
+    """Move one file; in an inventory source, the paths of the files moved (its key, known_hosts) now point to their
+    new place. Nothing else of it changes: a cloud=local cluster's job folder stays where its TF tasks run."""
+    old, new = os.path.join(old_home, name), os.path.join(home, name)
     make_folder(os.path.dirname(new), DIR_MODE)
-    if old.startswith(os.path.join(old_home, INVENTORY_SOURCES)):
-        content = read(old).replace(os.path.join(old_home, ".cache", ""), os.path.join(home, ".cache", ""))
+    if name.startswith(INVENTORY_SOURCES):
+        content = read(old)
+        for other in moved:
+            content = content.replace(os.path.join(old_home, other), os.path.join(home, other))
         write_file(new, content.encode(), FILE_MODE)
         os.unlink(old)
     else:
@@ -91,7 +95,7 @@ def move_state(home, old_home, check_mode=False):
     if not check_mode:
         try:
             for name in files:
-                move(os.path.join(old_home, name), os.path.join(home, name), old_home, home)
+                move(name, old_home, home, files)
         except OSError as error:
             raise AnsibleActionFail("cannot move the state of %s to %s: %s" % (old_home, home, error)) from None
     result["warnings"] = ["moved the state of clusters %s (%d files) from %s, where an earlier tfdist kept it, to the "

@@ -17,6 +17,8 @@ def old_state(old):
     (old / ".cache" / "keys" / "demo.pub").write_text("ssh-ed25519 AAAA tfdist-demo\n")
     (old / "inventories" / "clusters" / "demo.libcloud.yml").write_text(
         f"plugin: tfdist.cluster.libcloud\ncompose:\n  ansible_ssh_private_key_file: \"'{old}/.cache/keys/demo'\"\n")
+    # A cloud=local cluster's job folder, where its TF tasks run: not state, it stays.
+    (old / "inventories" / "clusters" / "local.local.yml").write_text(f"training_home: {old}/.cache/run\n")
     (old / "inventories" / "clusters" / ".demo.regions.yml").write_text("regions: [us-east-1]\n")
     (old / "inventories" / "clusters" / "README.md").write_text("shipped with the collection\n")
 
@@ -28,9 +30,10 @@ def test_an_earlier_tfdists_clusters_move_and_find_their_keys(tmp_path):
     assert result["changed"] and "demo" in result["warnings"][0]
     assert sorted(result["moved"]) == sorted([
         ".cache/controller-id", ".cache/keys/demo", ".cache/keys/demo.pub", "inventories/clusters/demo.libcloud.yml",
-        "inventories/clusters/.demo.regions.yml"])
+        "inventories/clusters/local.local.yml", "inventories/clusters/.demo.regions.yml"])
     source = (home / "inventories" / "clusters" / "demo.libcloud.yml").read_text()
     assert f"'{home}/.cache/keys/demo'" in source and str(old) not in source
+    assert (home / "inventories" / "clusters" / "local.local.yml").read_text() == f"training_home: {old}/.cache/run\n"
     assert (home / ".cache" / "controller-id").read_text() == OWNER + "\n"
     assert (home / ".cache" / "keys" / "demo").read_text() == "PRIVATE\n"
     assert oct(os.stat(home / "inventories" / "clusters" / "demo.libcloud.yml").st_mode & 0o777) == "0o600"

@@ -218,7 +218,7 @@ $(CHECK_STAMPS)/sanity-oldest: $(OLDEST_STAMP) $(COLLECTION_FILES) | $(COLLECTIO
 
 # The current ansible-core releases beyond .venv's 2.19 need Python 3.12+, which this machine's is not:
 # scripts/core-matrix.sh runs each (its TFDIST_CORE_VERSIONS) in a Debian 13 container with Python 3.13, built once
-# from Debian packages (tfdist/controller:trixie): the quick sanity tests above, the unit tests, check.yml, and a
+# from Debian packages (tfdist/controller:trixie-tf<version>): the quick sanity tests above, the unit tests, check.yml, and a
 # deploy of a few steps on cloud=local then its destroy.
 core-matrix: $(CHECK_STAMPS)/core-matrix
 

@@ -6,10 +6,10 @@
 #
 # Usage: scripts/core-matrix.sh [SANITY_OPTION...]   (make core-matrix; e.g. --test pep8 --test pylint)
 #
-# No registry serves base images: the controller image (tfdist/controller:trixie) is the docker cloud's base made
+# No registry serves base images: the controller image (tfdist/controller:trixie-tf<version>) is the docker cloud's base made
 # by debootstrap (build-node-image.sh --base-only with TFDIST_DEBIAN_SUITE=trixie) plus git, TensorFlow in the
 # system Python (cloud=local trains in the controller's Python) and this machine's CA bundle for pip. Built once;
-# an existing image is kept (--force rebuilds it).
+# an existing image is kept (--force rebuilds it), a new TensorFlow pin makes another.
 # The container gets a copy of the files git tracks (and untracked ones it does not ignore), never the checkout:
 # nothing it runs writes into the clone, and it runs as the calling user. What it keeps between runs (pip's cache,
 # ansible-test's virtualenvs and per-release copies) lies in .cache/core-matrix.
@@ -18,14 +18,12 @@
 # Environment:
 #   TFDIST_CORE_VERSIONS      the releases (default: the newest patch of each release PyPI serves beyond 2.19,
 #                             which make sanity, units and the tests run on Python 3.11)
-#   TFDIST_CONTROLLER_IMAGE   the image (tfdist/controller:trixie)
-#   TFDIST_TF_VERSION         its tensorflow-cpu (2.21.0, the nodes' pin)
+#   TFDIST_CONTROLLER_IMAGE   the image (tfdist/controller:trixie-tf<TFDIST_TF_VERSION>)
+#   TFDIST_TF_VERSION         its tensorflow-cpu (default: requirements-dev.txt's pin)
 #   TFDIST_CA_BUNDLE          CA bundle pip trusts in the image (default /etc/ssl/certs/ca-certificates.crt)
 set -euo pipefail
 
 CORE_VERSIONS=${TFDIST_CORE_VERSIONS:-2.20.10 2.21.5}
-IMAGE=${TFDIST_CONTROLLER_IMAGE:-tfdist/controller:trixie}
-TF_VERSION=${TFDIST_TF_VERSION:-2.21.0}
 CA_BUNDLE=${TFDIST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 # A deploy that trains at all, quickly: the default cluster (chief, 2 workers, ps) for a few steps.
 DEPLOY_STEPS=20
@@ -102,6 +100,10 @@ fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 CACHE=$ROOT/.cache/core-matrix
+# TensorFlow of requirements-dev.txt (the one pin of the repository's TF), and the image named after it: a new pin
+# builds a new image.
+TF_VERSION=${TFDIST_TF_VERSION:-$(sed -n 's/^tensorflow-cpu==\([0-9.]*\).*/\1/p' "$ROOT/requirements-dev.txt")}
+IMAGE=${TFDIST_CONTROLLER_IMAGE:-tfdist/controller:trixie-tf$TF_VERSION}
 
 build_image() {
     [ -r "$CA_BUNDLE" ] || { echo "core-matrix: CA bundle $CA_BUNDLE not readable (set TFDIST_CA_BUNDLE)" >&2; exit 1; }

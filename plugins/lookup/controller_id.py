@@ -66,9 +66,13 @@ class LookupModule(LookupBase):
         self.set_options(var_options=variables, direct=kwargs)
         if len(terms) != 1:
             raise AnsibleLookupError('controller_id: give one file, got %d' % len(terms))
+        key = self.get_option('ssh_key')
+        if key:
+            try:
+                return [ssh_key_id(key)]
+            except (OSError, ValueError) as error:
+                raise AnsibleLookupError('tf_ssh_key: %s' % error) from None  # the playbooks' setting that gives it
         try:
-            if self.get_option('ssh_key'):
-                return [ssh_key_id(self.get_option('ssh_key'))]
             return [controller_id(str(terms[0]))]
         except (OSError, ValueError) as error:
             raise AnsibleLookupError('controller_id: %s' % error) from None

@@ -88,6 +88,15 @@ def port_text(low, high):
     return str(low) if low == high else '%d-%d' % (low, high)
 
 
+class PartlyFound(Exception):
+    """What a ClusterAccess.found() raises when the credentials may not list some kind of resource: the audit goes on
+    with what it found (.found) and names what it could not check (.unchecked, 'what: why' lines)."""
+
+    def __init__(self, found, unchecked):
+        super().__init__('; '.join(unchecked))
+        self.found, self.unchecked = found, unchecked
+
+
 class ClusterAccess:
     """Key pair and firewall of one cluster. Subclasses speak one cloud each."""
 
@@ -148,7 +157,8 @@ class ClusterAccess:
     def found(driver, options):
         """The key pairs and firewalls of every cluster on this cloud, found by the rules present() and absent()
         follow (tag or name): [(kind, id, name, cluster[, owner's mark])], read-only. The leak audit (_audit.py) reads
-        it; without the mark it reads the owner's part of the name (name_owner)."""
+        it; without the mark it reads the owner's part of the name (name_owner). A kind the credentials may not list
+        (a permission missing) is left out: PartlyFound carries the rest and says which."""
         raise NotImplementedError
 
 

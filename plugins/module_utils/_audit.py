@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import name_owner
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import PartlyFound, name_owner
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import goes_with_its_node
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import to_dict as image_dict
@@ -107,6 +107,9 @@ def find(driver, clusters=(), options=None):
         except NotImplementedError:
             items = []
             unchecked.append('key pairs and firewalls: tfdist cannot list them on %s' % driver.type)
+        except PartlyFound as e:  # a kind the credentials may not list (EC2's network interfaces)
+            items = e.found
+            unchecked.extend(e.unchecked)
     else:
         items = own(options or {}) if callable(own) else []
     for item in items:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
+from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, PartlyFound, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_OWNER, TAG_ROLE
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError, run_parallel
@@ -168,6 +168,16 @@ def owner_mark(name, tags):
     return tags.get(TAG_OWNER) or access_parts(name)[1]
 
 
+# What EC2 answers a call that the credentials' policy does not allow (a permission missing); libcloud raises it as a
+# BaseHTTPError (HTTP 403) whose message starts with the code. Wrong credentials (AuthFailure) are another error.
+NOT_ALLOWED_CODES = ('UnauthorizedOperation', 'AccessDenied')
+
+
+def not_allowed(error):
+    """Whether an EC2 error says the credentials may not make the call: a permission their policy lacks."""
+    return str(error).startswith(NOT_ALLOWED_CODES)
+
+
 class Ec2Access(ClusterAccess):
     """A key pair and a security group named tfdist-<cluster>-<owner's part>, both tagged tfdist_cluster=<cluster> and
     tfdist_owner=<owner>. Those of another owner's cluster of the same name are left alone."""
@@ -293,9 +303,18 @@ class Ec2Access(ClusterAccess):
     def found(driver, options):
         """Every cluster's key pairs and security groups: tagged tfdist_cluster, or named tfdist-<cluster>; and the
         network interfaces tagged tfdist_cluster (at creation, tags_on_what_instances_make) that would outlive
-        their node."""
-        found = []
-        for interface in driver.ex_list_network_interfaces():
+        their node. Credentials that may not list the interfaces leave them out (PartlyFound says so): the audit names
+        the permission missing rather than failing."""
+        found, unchecked = [], []
+        try:
+            interfaces = driver.ex_list_network_interfaces()
+        except Exception as e:  # libcloud raises the cloud's refusal as a plain HTTP error
+            if not not_allowed(e):
+                raise
+            interfaces = []
+            unchecked.append('network interfaces: the credentials may not list them (permission '
+                             'ec2:DescribeNetworkInterfaces missing): %s' % e)
+        for interface in interfaces:
             cluster = (interface.extra.get('tags') or {}).get(TAG_CLUSTER)
             if cluster and not goes_with_its_node(interface.extra.get('attachment')):
                 found.append(('network interface', interface.id, interface.name, cluster,
@@ -310,6 +329,8 @@ class Ec2Access(ClusterAccess):
             cluster = tags.get(TAG_CLUSTER) or access_parts(group.name)[0]
             if cluster and in_vpc(group, (options or {}).get('vpc_id')):
                 found.append(('security group', group.id, group.name, cluster, owner_mark(group.name, tags)))
+        if unchecked:
+            raise PartlyFound(found, unchecked)
         return found
 
     @staticmethod

@@ -20,7 +20,8 @@ description:
     On V(ec2) a volume that its node deletes on termination is the node's, not listed apart.
   - V(ec2) key pairs and security groups tagged C(tfdist_cluster) or named C(tfdist-{cluster}), and network interfaces
     tagged C(tfdist_cluster) that would outlive their node (tfdist tags a node's volumes and interfaces at creation
-    with the node's tags).
+    with the node's tags). Credentials without the permission C(ec2:DescribeNetworkInterfaces) leave the interfaces
+    out, and RV(unchecked) says so; the rest of the audit goes on.
   - V(openstack) key pairs and security groups named C(tfdist-{cluster}) (OpenStack tags neither), the ports (network
     interfaces) in such a group, and the floating IPs on those ports.
   - V(gce) firewall rules C(tfdist-{cluster}-ssh) and C(tfdist-{cluster}-internal) (firewalls carry no labels).
@@ -240,11 +241,14 @@ deallocated:
   sample: [demo-worker-0]
   version_added: 0.5.0
 unchecked:
-  description: What could not be listed on this cloud, and why.
+  description:
+    - What could not be listed on this cloud, and why, one line each. Where the credentials may not list a kind of
+      resource, the line names the permission missing.
   returned: always
   type: list
   elements: str
-  sample: []
+  sample: ["network interfaces: the credentials may not list them (permission ec2:DescribeNetworkInterfaces missing):
+    UnauthorizedOperation: You are not authorized to perform this operation."]
 '''
 
 import traceback

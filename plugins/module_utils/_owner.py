@@ -79,7 +79,8 @@ def key_id(public_key):
 
 
 def public_key(path):
-    """The public half of the private key at `path` (ssh-keygen -y), never asking for a passphrase.
+    """The public half of the private key at `path` (ssh-keygen -y), never asking for a passphrase: the one place
+    tfdist reads it (the ssh_public_key lookup for the cluster's key pair, the controller_id lookup, the check).
 
     ValueError, saying why, where ssh could not use the key as it is (no such file, a passphrase, not a key).
     """

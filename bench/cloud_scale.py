@@ -13,9 +13,10 @@ t2.micro, each phase runs the way a user runs it, as an ansible CLI in a subproc
   destroy       libcloud_node with state=absent
 
 The emulator is reset between sizes. Times include the start of the ansible CLI (measured once on its own
-as `startup`). What it shows: the inventory makes the same few calls for 10 nodes as for 200, the cached
-inventory none; create and destroy grow with N. The goal: the plan and the create of 1,000 nodes (GOAL_NODES) in at most
-10 s together. Prints a row per size, writes bench/results/cloud_scale.json and bench/results/cloud_scale.png.
+as `startup`). What it shows: the inventory makes the same few calls for 10 nodes as for 1,000, the cached
+inventory none, and the create (one RunInstances per role) too; the time of create, inventory and destroy grows
+with N. The goal: the plan and the create of 1,000 nodes (GOAL_NODES) in at most 10 s together. Prints a row per
+size, writes bench/results/cloud_scale.json and bench/results/cloud_scale.png.
 """
 
 from __future__ import annotations

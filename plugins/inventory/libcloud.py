@@ -8,9 +8,11 @@ name: libcloud
 short_description: TensorFlow cluster nodes on any cloud, through apache-libcloud
 description:
   - Lists the nodes created by M(tfdist.cluster.libcloud_node) (nodes tagged C(tfdist_cluster), C(tfdist_role)
-    and C(tfdist_index), or named C({cluster}-{role}-{index}) on drivers that keep no tags), with one
+    and C(tfdist_index), on EC2 C(tfdist_first_index) and their launch index instead of C(tfdist_index) where one
+    call made several, or named C({cluster}-{role}-{index}) on drivers that keep no tags), with one
     C(list_nodes) call. Other nodes are ignored.
-  - Hosts are named after the nodes and grouped in C(tfdist_<cluster>), C(tfdist_<cluster>_<role>) and the bare
+  - Hosts are named C({cluster}-{role}-{index}) (not after EC2's C(Name) tag, which the nodes made in one call
+    share) and grouped in C(tfdist_<cluster>), C(tfdist_<cluster>_<role>) and the bare
     role groups C(chief), C(worker), C(ps) and C(evaluator); dashes in group names become underscores.
   - The host that leads each cluster (its chief, or worker 0 of a cluster without a chief) is also in
     C(tfdist_<cluster>_leader).
@@ -199,7 +201,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if not is_own(node.get('owner'), owner, own_unmarked=True):
                 continue
             if node['index'] is None:
-                continue  # still being created: not a TF task yet
+                continue  # no index (a tag edited by hand, or left by tfdist before 0.5.0): not a TF task
             host = self.inventory.add_host(wrap_var(node['name']))
             cluster_group = self.inventory.add_group(group_name(node['cluster']))
             role_group = self.inventory.add_group(group_name(node['cluster'], node['role']))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, PartlyFound, access_parts, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_INDEX, TAG_OWNER, TAG_ROLE
+from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_FIRST_INDEX, TAG_INDEX, TAG_OWNER, node_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
@@ -25,8 +25,6 @@ CREDENTIALS = {
 }
 REGION_ENV = ('AWS_DEFAULT_REGION', 'AWS_REGION')
 
-# Tag value of nodes made by one batched call, before each gets its own name and index.
-PENDING_INDEX = 'pending'
 # What RunInstances makes besides the instances, tagged with the instances' tags at creation (libcloud's create_node
 # tags only the instances): a root volume or an interface that outlives its node still names its cluster.
 MADE_WITH_INSTANCES = ('volume', 'network-interface')
@@ -60,6 +58,19 @@ def tags_on_what_instances_make(params):
     return params
 
 
+def named_by_identity(nodes):
+    """The nodes, each named {cluster}-{role}-{index} after its identity (_libcloud.node_identity), not after its Name
+    tag, which the nodes of one RunInstances share (batch_create): the name tfdist knows a node by (its inventory
+    host, known_hosts line, results) on every cloud. A node without an index keeps the name of its Name tag."""
+    # Imported here: _libcloud imports this file (through _clouds).
+    from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity
+    for node in nodes:
+        identity = node_identity(node)
+        if identity and identity.index is not None:
+            node.name = node_name(*identity)
+    return nodes
+
+
 try:
     from libcloud.compute.drivers.ec2 import EC2Connection, EC2NodeDriver
 except ImportError:  # _libcloud.HAS_LIBCLOUD tells the modules
@@ -72,9 +83,18 @@ else:
             return super().add_default_params(tags_on_what_instances_make(params))
 
     class TaggingEc2NodeDriver(EC2NodeDriver):
-        """libcloud's EC2 driver, whose RunInstances also tags the volumes and network interfaces it makes."""
+        """libcloud's EC2 driver, whose RunInstances also tags the volumes and network interfaces it makes, and whose
+        nodes, listed or made, go by their tfdist names (named_by_identity)."""
 
         connectionCls = TaggingEc2Connection
+
+        def list_nodes(self, *args, **kwargs):
+            return named_by_identity(super().list_nodes(*args, **kwargs))
+
+        def create_node(self, *args, **kwargs):
+            made = super().create_node(*args, **kwargs)
+            named_by_identity(made if isinstance(made, list) else [made])
+            return made
 
 
 def list_images(driver, wanted):
@@ -93,37 +113,53 @@ def list_images(driver, wanted):
     return images
 
 
+def index_runs(requests):
+    """The requests' positions in runs of consecutive indexes (tfdist_index tags 0, 1, 2, 5: [[0, 1, 2], [3]])."""
+    runs = []
+    for position, request in enumerate(requests):
+        index = int(request['ex_metadata'][TAG_INDEX])
+        if runs and index == int(requests[runs[-1][-1]]['ex_metadata'][TAG_INDEX]) + 1:
+            runs[-1].append(position)
+        else:
+            runs.append([position])
+    return runs
+
+
 def batch_create(driver, connect, requests):
-    """One RunInstances for all requests (same size, image and arguments), then each node named and numbered.
+    """The requests' nodes (one role's, alike but for name and index: _libcloud._batches), each run of consecutive
+    indexes in one RunInstances (the runs side by side), whole at creation: no call per node, which would be slow
+    for many nodes and throttled by AWS.
 
-    Nodes come up tagged with the cluster and role, and index `pending` until numbered, so an interruption
-    leaves nodes that the next run (or destroy) recognises and removes.
+    A run's nodes get the tags of its requests but tfdist_index, tfdist_first_index (the run's first index) instead,
+    and the Name {cluster}-{role}-{first}-{last}; EC2 numbers them 0, 1, ... (their launch index), which
+    _libcloud.node_identity adds to the first index. A lone index is created as its request says (its own index and
+    name). Returns a Node or the exception per request, in their order.
     """
-    first = dict(requests[0])
-    tags = dict(first.get('ex_metadata') or {}, **{TAG_INDEX: PENDING_INDEX})
-    first.update(name='%s-%s-%s' % (tags.get(TAG_CLUSTER), tags.get(TAG_ROLE), PENDING_INDEX), ex_metadata=tags,
-                 ex_mincount=len(requests), ex_maxcount=len(requests))
-    try:
-        nodes = driver.create_node(**first)
-    except Exception as e:
-        return [e] * len(requests)
-    nodes = nodes if isinstance(nodes, list) else [nodes]
+    def launch(drv, run):
+        if len(run) == 1:
+            return [drv.create_node(**requests[run[0]])]
+        first = requests[run[0]]
+        tags = dict(first['ex_metadata'])
+        tags[TAG_FIRST_INDEX] = tags.pop(TAG_INDEX)
+        last = requests[run[-1]]['ex_metadata'][TAG_INDEX]
+        nodes = drv.create_node(**dict(first, name='%s-%s' % (first['name'], last), ex_metadata=tags,
+                                       ex_mincount=len(run), ex_maxcount=len(run)))
+        # The node of launch index k is the run's request k (node_identity reads it so); a cloud that gives no launch
+        # index leaves them in its answer's order, and libcloud_node refuses nodes whose name is not their request's.
+        return sorted(nodes if isinstance(nodes, list) else [nodes],
+                      key=lambda node: node.extra.get('launch_index') or 0)
 
-    def number(drv, pair):
-        node, request = pair
-        own = dict(request.get('ex_metadata') or {}, Name=request['name'])
-        drv.ex_create_tags(node, own)
-        node.name = request['name']
-        node.extra['tags'] = dict(node.extra.get('tags') or {}, **own)
-        return node
-
-    results = run_parallel(connect, number, list(zip(nodes, requests)))
-    unnumbered = [node for node, result in zip(nodes, results) if isinstance(result, Exception)]
-    if unnumbered:
-        # Left running they would count as the cluster's pending nodes: remove them now, in one call.
-        batch_destroy(connect(), unnumbered)
-    return results + [TfdistCloudError('the cloud started %d nodes instead of %d' % (len(nodes), len(requests)))] \
-        * (len(requests) - len(nodes))
+    runs = index_runs(requests)
+    results = [None] * len(requests)
+    for run, made in zip(runs, run_parallel(connect, launch, runs)):
+        if isinstance(made, Exception):
+            made = [made] * len(run)
+        # MinCount = MaxCount: EC2 starts the whole run or none; should a cloud start fewer, each missing node fails.
+        made += [TfdistCloudError('the cloud started %d nodes instead of %d' % (len(made), len(run)))] \
+            * (len(run) - len(made))
+        for position, result in zip(run, made):
+            results[position] = result
+    return results
 
 
 def batch_destroy(driver, nodes):

@@ -30,6 +30,9 @@ IM_PRIVATE_IP = 'IM_NODE_PRIVATE_IP'
 TAG_CLUSTER = 'tfdist_cluster'
 TAG_ROLE = 'tfdist_role'
 TAG_INDEX = 'tfdist_index'
+# Instead of TAG_INDEX on the nodes that one call made for a run of indexes (EC2's RunInstances): the run's first
+# index, to which each node's place in the run adds (_libcloud.node_identity).
+TAG_FIRST_INDEX = 'tfdist_first_index'
 # Whose cluster: the controller that made it (its id, kept under the tfdist home). Destroy and the audit touch
 # only their own controller's resources.
 TAG_OWNER = 'tfdist_owner'

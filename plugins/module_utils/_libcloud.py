@@ -22,6 +22,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     CLUSTER_NAME_RE,
     NODE_NAME_RE,
     TAG_CLUSTER,
+    TAG_FIRST_INDEX,
     TAG_INDEX,
     TAG_OWNER,
     TAG_ROLE,
@@ -273,18 +274,26 @@ def resource_tags(resource):
 
 
 def node_identity(node):
-    """NodeIdentity from the node's tags, or from its name when the driver keeps no tags; None if not a tfdist node."""
+    """NodeIdentity from the node's tags, or from its name when the driver keeps no tags; None if not a tfdist node.
+
+    The index is the tfdist_index tag; a node that one call made with others for a run of indexes (EC2's
+    RunInstances, _cloud_ec2.batch_create) has the run's first index instead, plus its place in the run: the launch
+    index EC2 gives each instance of a RunInstances (amiLaunchIndex, libcloud's extra launch_index).
+    """
     if tag_arg(node.driver):
         tags = resource_tags(node)
         cluster, role, index = tags.get(TAG_CLUSTER), tags.get(TAG_ROLE), tags.get(TAG_INDEX)
+        first, place = tags.get(TAG_FIRST_INDEX), (node.extra or {}).get('launch_index')
+        if index is None and str(first).isdigit() and isinstance(place, int):
+            index = int(first) + place
     else:
         match = NODE_NAME_RE.match(node.name or '')
         cluster, role, index = match.group('cluster', 'role', 'index') if match else (None, None, None)
     # Tags are user-editable in the cloud console: ignore nodes whose tags would break names or groups.
     if not (isinstance(cluster, str) and CLUSTER_NAME_RE.match(cluster) and role in TASK_TYPES):
         return None
-    # A node of the cluster without a valid index (a batch create interrupted before its nodes were
-    # numbered) still belongs to the cluster: index None, so the next run or destroy removes it.
+    # A node of the cluster without a valid index (an edited tag; tfdist before 0.5.0 tagged a batch's nodes
+    # `pending` until it numbered them) still belongs to the cluster: index None, so the next run or destroy removes it.
     return NodeIdentity(cluster, role, int(index) if str(index).isdigit() else None)
 
 

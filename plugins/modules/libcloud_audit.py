@@ -12,7 +12,7 @@ description:
   - Lists, through libcloud, every resource on the cloud that carries a tfdist cluster's tag (C(tfdist_cluster)) or,
     where the cloud keeps no tags on that kind of resource, a tfdist name (C(tfdist-{cluster})). Read-only, but for
     one thing on V(azure_arm) (below).
-  - Nodes, those of the cluster (tagged C(tfdist_cluster), C(tfdist_role), C(tfdist_index), or named
+  - Nodes, those of the cluster (tagged C(tfdist_cluster) and C(tfdist_role), or named
     C({cluster}-{role}-{index}) on drivers without tags) and any other node tagged with a cluster, such as a
     helper machine tagged by hand. Terminated nodes are left out.
   - Volumes tagged with a cluster, or named after a node of one (C({cluster}-{role}-{index}), as the boot disks of

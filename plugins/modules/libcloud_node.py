@@ -13,6 +13,12 @@ description:
   - Nodes are named C({cluster}-{role}-{index}) and tagged with C(tfdist_cluster), C(tfdist_role) and
     C(tfdist_index) (EC2 and OpenStack metadata, Azure tags, GCE labels). On drivers that keep no tags the
     name alone identifies the node.
+  - On EC2 the new nodes of a role with consecutive indexes come from one C(RunInstances) call and are whole at
+    creation, with no call per node. Instead of C(tfdist_index) they carry C(tfdist_first_index), the first index of
+    the run, to which each node's launch index within the call (C(amiLaunchIndex), 0 for the first) adds; their
+    C(Name) tag names the run, C({cluster}-{role}-{first}-{last}). A node created alone is tagged C(tfdist_index) and
+    named C({cluster}-{role}-{index}). Either way tfdist, its results and its inventory call the node
+    C({cluster}-{role}-{index}).
   - The cluster's nodes are found with a single C(list_nodes) call. Missing nodes get the lowest free
     indexes; surplus nodes are removed highest index first. The nodes of one role are created together.
   - If a node cannot be created, the nodes this run created are destroyed again and the task fails.

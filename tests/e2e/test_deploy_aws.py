@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from ansible_cli import REPO, remove_artifacts, run, run_inventory, run_playbook, tail
-from emulators.ec2 import Ec2Emulator, instances_of
+from emulators.ec2 import Ec2Emulator, instances_of, node_name
 
 pytestmark = pytest.mark.usefixtures("ec2_emulator")
 
@@ -82,17 +82,19 @@ def local_files_of(cluster):
 
 
 def test_provision_creates_a_secure_tagged_cluster_that_the_inventory_finds_and_destroy_removes(aws, cloud, aws_cluster):
+    aws.reset_calls()
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=3")
     assert result.returncode == 0, tail(result)
 
-    # Instances: one per TF task, tagged, behind the cluster's group, with the cluster's key.
+    # Instances: one per TF task, tagged at creation (no instance tagged afterwards), behind the cluster's group, with
+    # the cluster's key; the workers, made together, go by their run's first index plus their launch index.
+    assert not [value for params in aws.requests("CreateTags") for key, value in params.items()
+                if key.startswith("ResourceId") and value.startswith("i-")]
     instances = cloud.instances(aws_cluster)
-    names = sorted(tag(i, "Name") for i in instances)
+    names = sorted(node_name(i) for i in instances)
     assert names == sorted([f"{aws_cluster}-chief-0", f"{aws_cluster}-ps-0"]
                            + [f"{aws_cluster}-worker-{n}" for n in range(3)])
     for instance in instances:
-        role, index = tag(instance, "tfdist_role"), tag(instance, "tfdist_index")
-        assert tag(instance, "Name") == f"{aws_cluster}-{role}-{index}"
         assert instance["KeyName"] == access_name(aws_cluster)
         assert [g["GroupName"] for g in instance["SecurityGroups"]] == [access_name(aws_cluster)]
     sizes = {tag(i, "tfdist_role"): i["InstanceType"] for i in instances}
@@ -157,7 +159,8 @@ def test_tensorboard_opens_its_port_to_the_controller_only(aws, cloud, aws_clust
 def test_an_interrupted_batch_converges_without_duplicates(aws, cloud, aws_cluster):
     from ansible_collections.tfdist.cluster.plugins.module_utils._owner import controller_id
 
-    # What a deploy of this controller killed right after RunInstances leaves: nodes of the cluster not yet numbered.
+    # What a deploy of this controller killed right after RunInstances left before tfdist 0.5.0 (it numbered a batch's
+    # nodes afterwards): nodes of the cluster without an index.
     cloud.ec2.run_instances(ImageId=aws.image_id, InstanceType="g4dn.xlarge", MinCount=2, MaxCount=2,
                             TagSpecifications=[{"ResourceType": "instance", "Tags": [
                                 {"Key": "tfdist_cluster", "Value": aws_cluster}, {"Key": "tfdist_role", "Value": "worker"},
@@ -170,12 +173,12 @@ def test_an_interrupted_batch_converges_without_duplicates(aws, cloud, aws_clust
     assert f"cluster_name: 2 node(s) of a cluster named '{aws_cluster}' already run on aws" in result.stdout
     assert len(cloud.instances(aws_cluster)) == 2  # ...and changes nothing.
 
-    # With the key of that run in place, the run converges: unnumbered nodes go, numbered ones come.
+    # With the key of that run in place, the run converges: nodes without an index go, numbered ones come.
     os.makedirs(KEY_DIR, mode=0o700, exist_ok=True)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(KEY_DIR, aws_cluster)], check=True)
     result = aws_run(aws, "playbooks/provision.yml", aws_cluster, "tf_workers=2")
     assert result.returncode == 0, tail(result)
-    names = sorted(tag(i, "Name") for i in cloud.instances(aws_cluster))
+    names = sorted(node_name(i) for i in cloud.instances(aws_cluster))
     assert names == [f"{aws_cluster}-chief-0", f"{aws_cluster}-ps-0", f"{aws_cluster}-worker-0", f"{aws_cluster}-worker-1"]
 
 

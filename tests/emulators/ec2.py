@@ -72,9 +72,22 @@ def instances_of(ec2, cluster, states=("pending", "running")):
     return found
 
 
+def node_name(instance):
+    """The name tfdist gives an instance of instances_of(): {cluster}-{role}-{index}, its index the tfdist_index tag,
+    or, on the instances one RunInstances made for a run of indexes, the run's tfdist_first_index plus the instance's
+    launch index (those share one Name tag); the Name tag (or the id) of an instance with neither."""
+    tags = instance["tags"]
+    index = tags.get("tfdist_index")
+    if index is None and "tfdist_first_index" in tags:
+        index = int(tags["tfdist_first_index"]) + instance["AmiLaunchIndex"]
+    if str(index).isdigit() and "tfdist_role" in tags:
+        return "%s-%s-%s" % (tags["tfdist_cluster"], tags["tfdist_role"], index)
+    return tags.get("Name", instance["InstanceId"])
+
+
 def cluster_instances(ec2, cluster, states=("pending", "running")):
-    """{Name tag: instance} of instances_of()."""
-    return {i["tags"].get("Name", i["InstanceId"]): i for i in instances_of(ec2, cluster, states)}
+    """{node_name(): instance} of instances_of()."""
+    return {node_name(i): i for i in instances_of(ec2, cluster, states)}
 
 
 def owned(ec2, cluster):

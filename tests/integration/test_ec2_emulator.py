@@ -21,7 +21,7 @@ from emulators.ec2 import (cli_settings, cluster_instances, inventory_config, ru
                            terminate_cluster)
 
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
-TAGS = ("tfdist_cluster", "tfdist_role", "tfdist_index")
+TAGS = ("tfdist_cluster", "tfdist_role")
 LAYOUT = {"chief": 1, "worker": 2, "ps": 1}
 CLUSTER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-test"
 
@@ -63,18 +63,25 @@ def test_libcloud_reads_nothing_from_moto_without_the_proxy(ec2_emulator, cluste
 
 
 def test_create_cluster_makes_tagged_running_instances(ec2_emulator, cluster):
+    ec2_emulator.reset_calls()
     result = create_cluster(ec2_emulator, cluster)
+    # Whole at creation: one RunInstances per role, no call per node.
+    calls = ec2_emulator.calls()
+    assert calls["RunInstances"] == len(LAYOUT) and calls["CreateTags"] == 0, calls
     assert result["changed"] is True
     assert sorted(n["name"] for n in result["created"]) == sorted(
         "%s-%s-%d" % (cluster, role, index) for role, count in LAYOUT.items() for index in range(count))
 
+    # Named as tfdist names them: by the tfdist_index tag of a lone node, by the run's tfdist_first_index plus the
+    # launch index of a node made with others.
     instances = cluster_instances(ec2_emulator.boto3_client(), cluster, ("running",))
     assert sorted(instances) == sorted(n["name"] for n in result["created"])
     for name, instance in instances.items():
         role, index = name[len(cluster) + 1:].rsplit("-", 1)
-        assert {k: instance["tags"].get(k) for k in TAGS} == {
-            "tfdist_cluster": cluster, "tfdist_role": role, "tfdist_index": index}
+        assert {k: instance["tags"].get(k) for k in TAGS} == {"tfdist_cluster": cluster, "tfdist_role": role}
+        assert instance["tags"].get("tfdist_index", index) == index
         assert instance["InstanceType"] == "t2.micro" and instance["ImageId"] == ec2_emulator.image_id
+    assert instances[cluster + "-worker-1"]["tags"]["Name"] == cluster + "-worker-0-1"
 
     again, second = run_libcloud_node(ec2_emulator, {"cluster": cluster, "wait": False, "roles": [
         {"role": role, "count": count} for role, count in LAYOUT.items()]})
@@ -101,6 +108,39 @@ def test_inventory_groups_the_cluster_with_one_describe_call(ec2_emulator, clust
     instances = cluster_instances(ec2_emulator.boto3_client(), cluster)
     assert plain(hostvars[cluster + "-ps-0"]["libcloud_id"]) == instances[cluster + "-ps-0"]["InstanceId"]
     assert calls["DescribeInstances"] == 1, calls
+
+
+def test_a_role_grown_and_mended_keeps_its_numbering_with_no_call_per_node(ec2_emulator, cluster, tmp_path):
+    """2 workers, then 5 (indexes 2 to 4 in one RunInstances), then worker 1 lost and made again on its own: the
+    inventory has hosts worker-0 to worker-4, each with its index and tags, and no instance was tagged after its
+    creation."""
+    def workers(count):
+        roles = [{"role": "worker", "count": count, "size": "t2.micro", "image": ec2_emulator.image_id}]
+        run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False})
+        assert run.returncode == 0 and result, run.stdout[-4000:] + run.stderr[-2000:]
+        return sorted(node["name"] for node in result["created"])
+
+    ec2 = ec2_emulator.boto3_client()
+    ec2_emulator.reset_calls()
+    assert workers(2) == [cluster + "-worker-0", cluster + "-worker-1"]
+    assert workers(5) == [cluster + "-worker-%d" % n for n in (2, 3, 4)]
+    ec2.terminate_instances(InstanceIds=[cluster_instances(ec2, cluster)[cluster + "-worker-1"]["InstanceId"]])
+    assert workers(5) == [cluster + "-worker-1"]
+    assert ec2_emulator.calls()["RunInstances"] == 3 and ec2_emulator.requests("CreateTags") == []
+
+    run, inventory = run_inventory(ec2_emulator, inventory_config(ec2_emulator, tmp_path / "x.libcloud.yml",
+                                                                  clusters=[cluster]))
+    assert inventory, "ansible-inventory failed:\n" + run.stdout[-2000:] + run.stderr[-4000:]
+    hosts = [cluster + "-worker-%d" % n for n in range(5)]
+    assert sorted(inventory["tfdist_" + cluster.replace("-", "_") + "_worker"]["hosts"]) == hosts
+    instances = cluster_instances(ec2, cluster)
+    assert sorted(instances) == hosts
+    for n, host in enumerate(hosts):
+        hostvars = inventory["_meta"]["hostvars"][host]
+        assert [plain(hostvars[key]) for key in ("tfdist_cluster", "tfdist_role", "tfdist_index")] == [
+            cluster, "worker", n]
+        assert plain(hostvars["libcloud_id"]) == instances[host]["InstanceId"]
+        assert plain(hostvars["libcloud_extra"]["tags"]["tfdist_role"]) == "worker"
 
 
 def test_the_user_data_carries_each_nodes_own_host_key_which_the_controller_pins(ec2_emulator, cluster, tmp_path):

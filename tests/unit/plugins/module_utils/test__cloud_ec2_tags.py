@@ -42,7 +42,7 @@ def sent_run_instances(**create_args):
 
     with patch.object(EC2Connection, "add_default_params", signer):
         try:
-            driver.create_node(name="demo-worker-pending", size=NodeSize("t3.large", "", 0, 0, 0, 0, driver),
+            driver.create_node(name="demo-worker-0-1", size=NodeSize("t3.large", "", 0, 0, 0, 0, driver),
                                image=NodeImage("ami-0123", "", driver), **create_args)
         except RuntimeError:
             pass
@@ -54,7 +54,7 @@ def test_the_volumes_and_interfaces_of_new_nodes_get_the_nodes_tags_but_their_na
     params = sent_run_instances(ex_metadata={"tfdist_cluster": "demo", "tfdist_role": "worker"}, ex_mincount=2,
                                 ex_maxcount=2)
     assert tag_specifications(params) == {
-        "instance": {"Name": "demo-worker-pending", "tfdist_cluster": "demo", "tfdist_role": "worker"},
+        "instance": {"Name": "demo-worker-0-1", "tfdist_cluster": "demo", "tfdist_role": "worker"},
         "volume": {"tfdist_cluster": "demo", "tfdist_role": "worker"},
         "network-interface": {"tfdist_cluster": "demo", "tfdist_role": "worker"}}
     assert params["MinCount"] == "2"
@@ -122,3 +122,82 @@ def test_the_audit_lists_what_would_outlive_its_node_and_leaves_what_goes_with_i
         [interface("eni-primary", "i-1", "true"), interface("eni-extra", "i-1", "false"), interface("eni-left")],
     ) == [("volume", "vol-kept"), ("volume", "vol-left"), ("network interface", "eni-extra"),
           ("network interface", "eni-left")]
+
+
+# A batch's nodes are whole at creation (_cloud_ec2.batch_create): one RunInstances per run of consecutive indexes,
+# no call per node; each node goes by its own name and index (_libcloud.node_identity), listed or just made. The
+# EC2 below keeps the instances that RunInstances makes, with the tags asked for and launch indexes 0, 1, ... as EC2
+# gives them, and answers in libcloud's own XML parsers' format.
+class Ec2:
+    def __init__(self, start_fewer=0, refuse_index=None):
+        self.instances, self.calls = [], []
+        self.start_fewer, self.refuse_index = start_fewer, refuse_index
+
+    def request(self, path, params=None, **kwargs):
+        self.calls.append(params["Action"])
+        if params["Action"] == "RunInstances":
+            tags = tag_specifications(params)["instance"]
+            if tags.get("tfdist_index", tags.get("tfdist_first_index")) == self.refuse_index:
+                raise RuntimeError("InsufficientInstanceCapacity")
+            made = [{"id": "i-%d" % (len(self.instances) + n), "launch": n, "tags": tags}
+                    for n in range(int(params["MinCount"]) - self.start_fewer)]
+            self.instances += made
+            # EC2 says nothing of the order: the last launched first here.
+            body = "<instancesSet>%s</instancesSet>" % "".join(map(instance_xml, reversed(made)))
+        else:
+            body = "<reservationSet><item><instancesSet>%s</instancesSet></item></reservationSet>" % "".join(
+                map(instance_xml, self.instances))
+        return SimpleNamespace(object=ET.fromstring('<Response xmlns="%s">%s</Response>' % (EC2_NAMESPACE, body)))
+
+
+def instance_xml(instance):
+    tags = "".join("<item><key>%s</key><value>%s</value></item>" % pair for pair in instance["tags"].items())
+    return ("<item><instanceId>%s</instanceId><instanceState><name>running</name></instanceState>"
+            "<amiLaunchIndex>%d</amiLaunchIndex><tagSet>%s</tagSet></item>"
+            % (instance["id"], instance["launch"], tags))
+
+
+def create_workers(ec2, indexes):
+    """batch_create's results for worker nodes of cluster demo with these indexes, on `ec2`."""
+    from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import batch_create
+    from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import node_name, node_tags
+    driver = get_driver("ec2", "us-east-1", KEYS)
+    size, image = NodeSize("t3.large", "", 0, 0, 0, 0, driver), NodeImage("ami-0123", "", driver)
+    requests = [{"name": node_name("demo", "worker", index), "size": size, "image": image,
+                 "ex_metadata": dict(node_tags("demo", "worker", index), tfdist_owner="me")} for index in indexes]
+    with patch.object(driver.connection, "request", ec2.request):
+        return batch_create(driver, lambda: driver, requests), driver
+
+
+def test_a_batch_is_one_run_instances_per_run_of_indexes_and_its_nodes_are_named_by_index():
+    from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import list_cluster_nodes, node_to_dict
+    ec2 = Ec2()
+
+    results, driver = create_workers(ec2, [0, 1, 2, 5])
+
+    assert sorted(ec2.calls) == ["RunInstances", "RunInstances"]
+    assert [node.name for node in results] == ["demo-worker-0", "demo-worker-1", "demo-worker-2", "demo-worker-5"]
+    # What the cloud holds: the run's nodes share its tags and Name, the lone node has its own index and Name.
+    assert sorted(tuple(sorted(i["tags"].items())) for i in ec2.instances) == sorted([
+        (("Name", "demo-worker-0-2"), ("tfdist_cluster", "demo"), ("tfdist_first_index", "0"),
+         ("tfdist_owner", "me"), ("tfdist_role", "worker"))] * 3 + [
+        (("Name", "demo-worker-5"), ("tfdist_cluster", "demo"), ("tfdist_index", "5"), ("tfdist_owner", "me"),
+         ("tfdist_role", "worker"))])
+    # Listed again (the inventory, the next run): each node under its own name and index.
+    with patch.object(driver.connection, "request", ec2.request):
+        listed = sorted((node_to_dict(node) for node, identity in list_cluster_nodes(driver, "demo")),
+                        key=lambda node: node["index"])
+    assert [(node["name"], node["index"], node["role"]) for node in listed] == [
+        ("demo-worker-0", 0, "worker"), ("demo-worker-1", 1, "worker"), ("demo-worker-2", 2, "worker"),
+        ("demo-worker-5", 5, "worker")]
+    assert [node["id"] for node in listed] == [node.id for node in results]
+
+
+def test_each_node_a_run_did_not_get_fails_and_the_other_runs_are_made():
+    results, driver = create_workers(Ec2(refuse_index="0"), [0, 1, 2, 5, 6])
+    assert [str(result) for result in results[:3]] == ["InsufficientInstanceCapacity"] * 3
+    assert [node.name for node in results[3:]] == ["demo-worker-5", "demo-worker-6"]
+
+    results, driver = create_workers(Ec2(start_fewer=1), [0, 1, 2])
+    assert [node.name for node in results[:2]] == ["demo-worker-0", "demo-worker-1"]
+    assert str(results[2]) == "the cloud started 2 nodes instead of 3"

@@ -190,7 +190,7 @@ def test_create_nodes_makes_one_batch_per_role_and_every_batch_at_once(cloud, mo
 
     results = _libcloud.create_nodes(driver, lambda: get_driver("fake"), requests)
 
-    # A role's nodes share a batch (its pending nodes are tagged with that role); a lone node is created as it is.
+    # A role's nodes share a batch (one call makes them, with that role's tags); a lone node is created as it is.
     assert results[:4] == ["batched worker-0+worker-1", "batched ps-0+ps-1"] * 2
     assert results[4].name == "chief-0"
 
@@ -208,12 +208,26 @@ def test_create_nodes_does_not_batch_requests_of_different_shapes(cloud, monkeyp
 
 
 def test_a_node_of_the_cluster_without_a_valid_index_still_belongs_to_it(cloud):
-    # What an interrupted batch create leaves: tagged with cluster and role, index not yet set.
+    # What an interrupted batch create of tfdist before 0.5.0 left: tagged with cluster and role, index not yet set.
     cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
 
     found = list_cluster_nodes(get_driver("fake"), "tfdist")
 
     assert [identity for node, identity in found] == [("tfdist", "worker", None)]
+
+
+def test_a_node_made_in_a_run_of_indexes_is_the_runs_first_index_plus_its_launch_index(cloud):
+    run = {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_first_index": "4"}
+    cloud.add("tfdist-worker-4-6", run, extra={"tags": run, "launch_index": 2})
+    # Its own index wins (a lone node, every node made before 0.5.0); a run's node whose place is unknown has none.
+    lone = dict(run, tfdist_index="9")
+    cloud.add("tfdist-worker-9", lone, extra={"tags": lone, "launch_index": 0})
+    cloud.add("tfdist-worker-4-6", run)
+
+    found = list_cluster_nodes(get_driver("fake"), "tfdist")
+
+    assert [identity for node, identity in found] == [
+        ("tfdist", "worker", 6), ("tfdist", "worker", 9), ("tfdist", "worker", None)]
 
 
 def test_unknown_region_is_refused_naming_the_field_before_any_call():

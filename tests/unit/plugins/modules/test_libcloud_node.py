@@ -238,7 +238,8 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
     assert run(check_mode=True, roles=roles(chief=1, worker=2))["settled"] is True
 
 
-def test_unnumbered_nodes_of_an_interrupted_run_are_replaced_not_kept(run, cloud):
+def test_nodes_without_an_index_are_replaced_not_kept(run, cloud):
+    # As an interrupted run of tfdist before 0.5.0 left them (it tagged a batch's nodes `pending` until numbered).
     cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
     cloud.add("tfdist-worker-pending", {"tfdist_cluster": "tfdist", "tfdist_role": "worker", "tfdist_index": "pending"})
 

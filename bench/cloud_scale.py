@@ -7,7 +7,8 @@ the calls by EC2 Action), for N in --sizes (default 10 50 100 200 1000) nodes, 1
 t2.micro, each phase runs the way a user runs it, as an ansible CLI in a subprocess:
 
   plan          `ansible localhost -m tfdist.cluster.libcloud_node --check` (the plan, nothing changes)
-  create        the same without --check, wait=false (emulated instances answer no SSH)
+  create        the same without --check, wait=false (emulated instances answer no SSH), with the user-data of
+                the aws profile (login user, host key pinned in a known_hosts: one per role, so one RunInstances)
   inventory     `ansible-inventory --list` of a *.libcloud.yml source with the plugin's cache off
   cached        the same source with `cache: true` (jsonfile): run twice, the second one timed
   destroy       libcloud_node with state=absent
@@ -34,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))  # the emulator lives with the tests
 sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
 
-from emulators.ec2 import ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
+from emulators.ec2 import CLUSTER_KEY, ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 PHASES = ("plan", "create", "inventory", "cached", "destroy")
@@ -62,7 +63,9 @@ def timed(emulator, what, func):
 
 def measure(emulator, nodes, workdir):
     cluster = f"bench-{nodes}"
-    present = {"cluster": cluster, "roles": roles(emulator.image_id, nodes), "wait": False}
+    # As the aws profile creates nodes (libcloud_user_data): a login user and a pinned host key in their user-data.
+    user_data = {"user": "ubuntu", "public_key": CLUSTER_KEY, "known_hosts": os.path.join(workdir, f"{cluster}.known_hosts")}
+    present = {"cluster": cluster, "roles": roles(emulator.image_id, nodes), "wait": False, "user_data": user_data}
     phases = {}
 
     def record(phase, seconds, calls):

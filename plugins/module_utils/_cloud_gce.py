@@ -326,6 +326,7 @@ PROVIDER = CloudProvider(
     region_env=('CLOUDSDK_COMPUTE_ZONE',),
     # GCE's ex_tags are network (firewall) tags: tfdist's tags are labels.
     tag_arg='ex_labels',
+    tags_hold_keys=False,
     list_images=list_images,
     access=GceAccess,
     size_facts=size_facts,

@@ -38,6 +38,9 @@ TAG_FIRST_INDEX = 'tfdist_first_index'
 TAG_OWNER = 'tfdist_owner'
 # On nodes of interruptible capacity (EC2 spot, GCE preemptible) only, with the value 'true'.
 TAG_SPOT = 'tfdist_spot'
+# The public host key that a node's user-data gave it ('ssh-ed25519 KEY'), where tags hold such text: any controller
+# with the cloud's credentials pins it, not only the one that made the node (libcloud_node's user_data.known_hosts).
+TAG_HOST_KEY = 'tfdist_host_key'
 
 # Estimator-era scripts call the chief `master` in TF_CONFIG; tfdist calls it chief everywhere else.
 CHIEF_NAMES = ('chief', 'master')

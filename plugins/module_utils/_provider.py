@@ -36,6 +36,8 @@ class CloudProvider:
     defaults       constructor arguments that driver_options may override
     tag_arg        the create_node argument that stores tags on a node; None: ex_metadata when the driver's
                    create_node takes it, else the node's name alone identifies it
+    tags_hold_keys whether a tag's value may hold an SSH public key (about 80 characters, with a space and
+                   capitals); False: GCE's labels (63 lowercase characters)
     list_images    func(driver, wanted) -> the images among which to find the `wanted` ids or names, fetched
                    as narrowly as the cloud allows; None: driver.list_images()
     batch_create   func(driver, connect, requests) -> a Node or an exception per request, made in one call;
@@ -66,7 +68,7 @@ class CloudProvider:
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
                  size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
-                 user_data_arg=None, images=None, radl=None, release_stopped=None):
+                 user_data_arg=None, images=None, radl=None, release_stopped=None, tags_hold_keys=True):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -87,6 +89,7 @@ class CloudProvider:
         self.images = images
         self.radl = radl
         self.release_stopped = release_stopped
+        self.tags_hold_keys = tags_hold_keys
 
 
 class RadlImages:

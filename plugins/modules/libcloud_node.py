@@ -192,12 +192,18 @@ options:
         required: true
       known_hosts:
         description:
-          - A known_hosts file on the controller (the host the module runs on) that pins the nodes' host keys. Each
-            new node gets an ed25519 host key pair of its own, made here, in its cloud-config (cloud-init's
-            C(ssh_keys); the image's other host keys are deleted and none is generated), and its public key is written
-            to this file as soon as the node exists, on a line named after the node (C(NAME ssh-ed25519 KEY)), not its
+          - A known_hosts file on the controller (the host the module runs on) that pins the nodes' host keys. The
+            nodes of one role that a run creates get one ed25519 host key pair, made here, in their cloud-config
+            (cloud-init's C(ssh_keys); the image's other host keys are deleted and none is generated), so that they
+            share one user-data and the cloud makes them in one call (EC2's RunInstances); the nodes of a cluster
+            trust each other anyway (their TF ports are open to each other). Its public key is written to this file
+            as soon as the nodes exist, on a line per node named after it (C(NAME ssh-ed25519 KEY)), not its
             address. A node created again under the same name (a lost node replaced) gets a new key that replaces its
             line; a node that already runs keeps its line; the lines of the nodes a run removes go.
+          - Where the cloud's tags hold such text (not GCE's labels), each node also carries its public host key in
+            the tag C(tfdist_host_key), and a run pins the nodes it finds with no line in this file from that tag, so a
+            controller that did not make the cluster (a fresh execution environment with the cluster's SSH key)
+            logs in to its nodes with their keys pinned all the same.
           - The private key is never written on the controller, and is masked (no_log) in whatever the module
             returns; node data a cloud hands back with the user-data in it (GCE's metadata) is returned without it.
             It does travel to the node in its user-data, which the cloud keeps with the node.
@@ -467,6 +473,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+    TAG_HOST_KEY,
     TAG_OWNER,
     TAG_SPOT,
     TASK_TYPES,
@@ -476,7 +483,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
     node_tags,
     validate_cluster_name,
 )
-from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import new_host_key, record, secret_parts
+from ansible_collections.tfdist.cluster.plugins.module_utils._host_keys import new_host_key, pinned, record, secret_parts
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,
@@ -495,6 +502,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     node_to_dict,
     release_stopped,
     resource_tags,
+    provider_of,
     spot_create_kwargs,
     tag_create_kwargs,
     user_data_kwargs,
@@ -678,10 +686,19 @@ class ClusterNodes:
         return (self.params['user_data'] or {}).get('known_hosts')
 
     def new_host_key(self, name):
-        """Node `name`'s own host key pair, whose private half is masked wherever it could show (no_log)."""
+        """A host key pair for the nodes `name` names, whose private half is masked wherever it could show (no_log)."""
         host_key = new_host_key(name)
         self.module.no_log_values.update(secret_parts(host_key))
         return host_key
+
+    def pin_found(self, nodes):
+        """Pin, from their TAG_HOST_KEY tags, the nodes that the known_hosts file has no line for (a cluster made by
+        another controller); nothing without known_hosts. True when the file changed."""
+        if not self.known_hosts():
+            return False
+        have = pinned(self.known_hosts())
+        found = dict((node.name, resource_tags(node).get(TAG_HOST_KEY)) for node in nodes if node.name not in have)
+        return record(self.known_hosts(), dict((name, key) for name, key in found.items() if key))
 
     def create(self, resolved, plan, spot=None):
         """Create the planned nodes of every role at once; on a failure destroy what this run created, then fail.
@@ -693,6 +710,9 @@ class ClusterNodes:
         host_keys = {}
         planned, requests = [], []
         for role, base_args in resolved.items():
+            host_key = None
+            if known_hosts and plan[role]['create']:
+                host_key = self.new_host_key('%s-%s' % (self.cluster, role))
             for index in plan[role]['create']:
                 name = node_name(self.cluster, role, index)
                 tags = node_tags(self.cluster, role, index)
@@ -700,11 +720,13 @@ class ClusterNodes:
                     tags[TAG_OWNER] = self.params['owner']
                 if role in (spot or {}):
                     tags[TAG_SPOT] = 'true'
+                if host_key and provider_of(self.driver.type).tags_hold_keys:
+                    tags[TAG_HOST_KEY] = ' '.join(host_key.public.split()[:2])
                 request = dict(base_args, name=name, **tag_create_kwargs(self.driver, tags, base_args))
-                if known_hosts:
-                    host_keys[name] = self.new_host_key(name)
+                if host_key:
+                    host_keys[name] = host_key
                     request.update(user_data_kwargs(self.driver, self.params['user_data'], request,
-                                                    host_key=host_keys[name]))
+                                                    host_key=host_key))
                 planned.append((role, index))
                 requests.append(request)
         results = create_nodes(self.driver, self.connect, requests)
@@ -803,6 +825,8 @@ class ClusterNodes:
             if changed:
                 created = self.create(resolved, plan, spot)
             started = self.start(to_start, created)
+            # A cluster made by another controller: its nodes' host keys, pinned here from their tags.
+            changed = self.pin_found(kept) or changed
             pending = created + started + pending_kept
             if params['wait'] and pending:
                 fresh = dict((node.id, node) for node in self.wait(pending, created))

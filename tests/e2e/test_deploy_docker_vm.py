@@ -2,10 +2,11 @@
 
 Each node boots the stock image tfdist/node-vm (systemd as PID 1, cloud-init, no TensorFlow) with the user-data that
 tfdist gives every cloud's nodes: cloud-init makes the login user debian with the cluster's key and passwordless sudo,
-and gives sshd the node's own host key, which tfdist made and pinned (every connection checks it).
+and gives sshd its role's host key, which tfdist made and pinned (every connection checks it).
 Ansible logs in as debian and becomes root (the profile's libcloud_become), the tensorflow role installs TensorFlow
 on the stock image (from the controller's wheelhouse, downloaded through TFDIST_CA_BUNDLE, the machine's CA bundle: a
-proxy re-signs HTTPS here), the job trains, its model comes back and loads, a second deploy changes nothing, and
+proxy re-signs HTTPS here), the job trains, its model comes back and loads, a second deploy from a controller
+without the cluster's known_hosts and inventory source pins the nodes from their labels and changes nothing, and
 destroy leaves nothing.
 """
 
@@ -58,7 +59,7 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     containers = cluster_containers(docker_engine, name)
     assert sorted(c.name for c in containers) == sorted(f"{name}-{task}" for task in ("chief-0", "worker-0", "ps-0"))
     key = os.path.join(REPO, ".cache", "keys", name)
-    # Each node's host key, made by tfdist and given in its user-data, pinned next to the cluster's key under its name;
+    # Each node's host key (its role's), made by tfdist and given in its user-data, pinned next to the cluster's key under its name;
     # the deploy's own connections accepted no other (the inventory source's StrictHostKeyChecking=yes).
     with open(key + ".known_hosts") as handle:
         pinned = handle.read()
@@ -105,7 +106,11 @@ def test_a_deploy_on_vm_like_nodes_logs_in_as_debian_becomes_root_installs_tenso
     # Brought home through sudo (fetch reads root's files with slurp), they are this user's alone here too.
     assert loose_modes(artifacts) == []
 
-    # The same deploy again: everything is in place and the job is done, so no node changes.
+    # The same deploy again, from a controller that kept only the cluster's key (as another execution environment with
+    # it as its machine credential): it finds the nodes by their labels and pins each one's host key from its label,
+    # then finds everything in place and the job done, so no node changes.
+    os.remove(key + ".known_hosts")
+    os.remove(os.path.join(REPO, "inventories", "clusters", f"{name}.libcloud.yml"))
     again = run_playbook(*deploy, env=env)
     assert again.returncode == 0, tail(again)
     assert node_recaps(again.stdout, name) == {container.name: 0 for container in containers}, tail(again)

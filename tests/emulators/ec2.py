@@ -55,12 +55,16 @@ HOP_HEADERS = frozenset(("connection", "keep-alive", "proxy-connection", "transf
 START_TIMEOUT = 20
 
 
+# A login key for nodes made on the emulator (they answer no SSH: only its text goes into their user-data).
+CLUSTER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-test"
+
 # Instance states of a node that still exists (and may still cost).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
 
 def instances_of(ec2, cluster, states=("pending", "running")):
-    """A cluster's instances in `states`, each with its tags as a `tags` dict, read with boto3 (duplicates kept)."""
+    """A cluster's instances in `states`, each with its tags as a `tags` dict and its ReservationId (one per
+    RunInstances), read with boto3 (duplicates kept)."""
     found = []
     pages = ec2.get_paginator("describe_instances").paginate(Filters=[
         {"Name": "tag:tfdist_cluster", "Values": [cluster]},
@@ -68,7 +72,8 @@ def instances_of(ec2, cluster, states=("pending", "running")):
     for page in pages:
         for reservation in page["Reservations"]:
             for instance in reservation["Instances"]:
-                found.append(dict(instance, tags={tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}))
+                found.append(dict(instance, tags={tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])},
+                                  ReservationId=reservation["ReservationId"]))
     return found
 
 

@@ -17,13 +17,12 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat,
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
 import ansible_cli
-from emulators.ec2 import (cli_settings, cluster_instances, inventory_config, run_inventory, run_libcloud_node,
+from emulators.ec2 import (CLUSTER_KEY, cli_settings, cluster_instances, inventory_config, run_inventory, run_libcloud_node,
                            terminate_cluster)
 
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing"}
 TAGS = ("tfdist_cluster", "tfdist_role")
 LAYOUT = {"chief": 1, "worker": 2, "ps": 1}
-CLUSTER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-test"
 
 
 def plain(value):
@@ -143,9 +142,11 @@ def test_a_role_grown_and_mended_keeps_its_numbering_with_no_call_per_node(ec2_e
         assert plain(hostvars["libcloud_extra"]["tags"]["tfdist_role"]) == "worker"
 
 
-def test_the_user_data_carries_each_nodes_own_host_key_which_the_controller_pins(ec2_emulator, cluster, tmp_path):
-    """What cloud-init on an EC2 instance reads (DescribeInstanceAttribute userData): its own host key pair, whose
-    public half the controller's known_hosts holds under the node's name; no private key is kept on the controller."""
+def test_the_user_data_carries_the_roles_host_key_which_the_controller_pins(ec2_emulator, cluster, tmp_path):
+    """What cloud-init on an EC2 instance reads (DescribeInstanceAttribute userData): its role's host key pair (one
+    user-data, so one RunInstances for the role), whose public half the controller's known_hosts holds under the node's
+    name and the node's tfdist_host_key tag carries; no private key is kept on the controller. A controller without
+    that known_hosts pins the nodes from their tags."""
     known_hosts = tmp_path / "keys" / f"{cluster}.known_hosts"
     roles = [{"role": "worker", "count": 2, "size": "t2.micro", "image": ec2_emulator.image_id}]
     run, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False, "user_data": {
@@ -164,9 +165,17 @@ def test_the_user_data_carries_each_nodes_own_host_key_which_the_controller_pins
         assert " ".join(keys["ed25519_public"].split()[:2]) == pinned[name]
         private = load_ssh_private_key(keys["ed25519_private"].encode(), password=None)  # its pair
         assert private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode() == pinned[name]
-    assert len(set(pinned.values())) == 2
+        assert instance["tags"]["tfdist_host_key"] == pinned[name]
+    assert len(set(pinned.values())) == 1
+    assert len({instance["ReservationId"] for instance in instances.values()}) == 1  # one RunInstances
     assert [path.name for path in known_hosts.parent.iterdir()] == [known_hosts.name]
     assert "PRIVATE KEY" not in run.stdout + run.stderr
+
+    known_hosts.unlink()
+    again, result = run_libcloud_node(ec2_emulator, {"cluster": cluster, "roles": roles, "wait": False, "user_data": {
+        "user": "ubuntu", "public_key": CLUSTER_KEY, "known_hosts": str(known_hosts)}})
+    assert again.returncode == 0 and result["created"] == [], again.stdout[-4000:] + again.stderr[-2000:]
+    assert dict(line.split(" ", 1) for line in known_hosts.read_text().splitlines()) == pinned
 
 
 def test_absent_terminates_every_node(ec2_emulator, cluster):

@@ -1,7 +1,9 @@
 """tfdist.cluster.libcloud_node with user_data.known_hosts, on a fake cloud that takes user-data as EC2 does and hands
-it back in its node data as GCE does: every new node gets a host key of its own, pinned by name on the controller."""
+it back in its node data as GCE does: the new nodes of a role get one host key, pinned by name on the controller and
+carried in a tag, from which a controller that did not make them pins them too."""
 
 import json
+import os
 
 import pytest
 import yaml
@@ -55,13 +57,16 @@ def pinned_key(public_line):
     return " ".join(public_line.split()[:2])
 
 
-def test_every_new_node_gets_its_own_host_key_pinned_by_name_and_none_shows_in_the_result(run, cloud):
+def test_the_new_nodes_of_a_role_share_a_host_key_pinned_by_name_and_none_shows_in_the_result(run, cloud):
     result, out = run(chief=1, worker=2)
 
     assert result["changed"] is True
     given = {node.name: user_data(node)["ssh_keys"] for node in cloud.nodes}
     assert pinned(run.known_hosts) == {name: pinned_key(keys["ed25519_public"]) for name, keys in given.items()}
-    assert len(set(pinned(run.known_hosts).values())) == 3  # one key per node
+    keys = pinned(run.known_hosts)
+    # One key per role: the workers' user-data is one, so that the cloud can make them in one call.
+    assert keys["demo-worker-0"] == keys["demo-worker-1"] != keys["demo-chief-0"]
+    assert {node.name: node.extra["tags"]["tfdist_host_key"] for node in cloud.nodes} == keys
     for node in cloud.nodes:
         assert user_data(node)["users"][0]["ssh_authorized_keys"] == [KEY]  # the login as before
     # The private keys: masked where they could show, and the user-data that carries them not returned at all.
@@ -113,3 +118,15 @@ def test_a_cloud_error_that_quotes_the_user_data_shows_no_private_key(run, cloud
     assert "OPENSSH PRIVATE KEY-----\\n********\\n********" in result["msg"]
     assert "b3BlbnNzaC1rZXktdjE" not in out  # 'openssh-key-v1', how every OpenSSH private key's body begins
     assert pinned(run.known_hosts) == {}  # no node, no line
+
+
+def test_a_controller_without_the_known_hosts_pins_the_nodes_from_their_tags(run, cloud):
+    run(chief=1, worker=2)
+    made_by_another = pinned(run.known_hosts)
+    os.remove(run.known_hosts)  # this controller never made the cluster (a fresh execution environment)
+
+    result, out = run(chief=1, worker=2)
+
+    assert result["created"] == [] and result["changed"] is True  # the file it wrote
+    assert pinned(run.known_hosts) == made_by_another
+    assert run(chief=1, worker=2)[0]["changed"] is False

@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -304,6 +304,36 @@ def size_facts(size):
     return SizeFacts(to_int(extra.get('numberOfCores')), gpus, arch)
 
 
+def refusal(error, text, attempt):
+    """The Refusal of an Azure Resource Manager error by its code ('[Code] message', as libcloud writes it); None for a
+    code this does not know."""
+    match = re.match(r'\[(\w+)\] ', text)
+    code = match.group(1) if match else ''
+    # Azure AD's sign-in errors (a wrong or expired client secret) come from its token endpoint as AADSTS<number>.
+    if re.match(r'AADSTS\d+', text):
+        return Refusal('credentials', text, '')
+    # "Operation could not be completed as it results in exceeding approved standardNCFamily Cores quota. ..."
+    # (https://learn.microsoft.com/azure/azure-resource-manager/templates/error-resource-quota)
+    if code == 'QuotaExceeded' or (code == 'OperationNotAllowed' and 'quota' in text.lower()):
+        family = re.search(r'approved (\w+) Cores quota', text)
+        what = 'the %s vCPU quota' % family.group(1) if family else 'a vCPU quota'
+        return Refusal('quota', "%s of your subscription is used up (%s)" % (what, code),
+                       'ask for a quota increase (Azure portal, Quotas > Compute) or choose another size')
+    if code == 'AllocationFailed':
+        return Refusal('capacity', 'no capacity of this size in the region now (%s)' % code,
+                       'try another region or size, or again later')
+    # https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-sku-not-available
+    if code == 'SkuNotAvailable':
+        return Refusal('size_unavailable', 'the region does not offer this size to your subscription (%s)' % code,
+                       'choose another region or size (az vm list-skus --location REGION)')
+    if code == 'AuthorizationFailed':
+        action = re.search(r"perform action '([^']+)'", text)
+        what = action.group(1) if action else 'it'
+        return Refusal('permission', 'the service principal may not perform %s (%s)' % (what, code),
+                       'give it a role with %s on the resource group' % what)
+    return None
+
+
 PROVIDER = CloudProvider(
     'azure_arm',
     credentials=CREDENTIALS,
@@ -318,4 +348,6 @@ PROVIDER = CloudProvider(
     # azr://publisher/offer/sku/version; libcloud's driver takes publisher:offer:sku:version.
     radl=RadlImages('azr', 'azure', form='PUBLISHER/OFFER/SKU/VERSION', parts=4),
     release_stopped=deallocate_stopped,
+    title='Azure',
+    refusal=refusal,
 )

@@ -9,12 +9,13 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, PartlyFound, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_FIRST_INDEX, TAG_INDEX, TAG_OWNER, node_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError, run_parallel
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -211,7 +212,74 @@ NOT_ALLOWED_CODES = ('UnauthorizedOperation', 'AccessDenied')
 
 def not_allowed(error):
     """Whether an EC2 error says the credentials may not make the call: a permission their policy lacks."""
-    return str(error).startswith(NOT_ALLOWED_CODES)
+    return error_code(str(error)) in NOT_ALLOWED_CODES
+
+
+# EC2's error codes by what they mean for a create (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/
+# errors-overview.html). libcloud raises each as a BaseHTTPError whose message is 'Code: Message'.
+CREDENTIALS_CODES = ('AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch', 'UnrecognizedClientException')
+# On-demand vCPUs and instances, and spot instances: a Service Quotas limit of the account in the region.
+QUOTA_CODES = ('VcpuLimitExceeded', 'InstanceLimitExceeded', 'MaxSpotInstanceCountExceeded')
+CAPACITY_CODES = ('InsufficientInstanceCapacity',)
+# A spot request whose highest price is below the zone's spot price.
+SPOT_PRICE_CODES = ('SpotMaxPriceTooLow',)
+# The zone does not offer the instance type.
+SIZE_CODES = ('Unsupported',)
+
+# Service Quotas names the vCPU quotas after instance families ('Running On-Demand G and VT instances', 'All G and VT
+# Spot Instance Requests'); the family is the instance type's letters before its generation (g4dn.xlarge: g).
+QUOTA_FAMILIES = dict({'g': 'G and VT', 'vt': 'G and VT', 'p': 'P', 'f': 'F', 'inf': 'Inf', 'x': 'X'},
+                      **dict((letter, 'Standard (A, C, D, H, I, M, R, T, Z)') for letter in 'acdhimrtz'))
+
+
+def error_code(text):
+    """The code an EC2 error's message starts with ('VcpuLimitExceeded: You have requested...'), or ''."""
+    match = re.match(r'(?:Client\.|Server\.)?([A-Za-z][\w.]*): ', text)
+    return match.group(1) if match else ''
+
+
+def quota_advice(size, spot):
+    """(the quota's family, what to ask for) of an instance type's vCPU quota, on-demand or spot."""
+    family = re.match(r'[a-z]+', str(size or '').lower())
+    label = QUOTA_FAMILIES.get(family.group(0) if family else '')
+    if label is None:
+        return 'its family', 'ask for a quota increase in Service Quotas (Amazon EC2)'
+    quota = ('All %s Spot Instance Requests' if spot else 'Running On-Demand %s instances') % label
+    return label, 'ask for a quota increase (Service Quotas "%s")' % quota
+
+
+def refusal(error, text, attempt):
+    """The Refusal of an EC2 error by its code; None for a code this does not know."""
+    code = error_code(text)
+    if code in CREDENTIALS_CODES:
+        return Refusal('credentials', text, '')
+    if code in NOT_ALLOWED_CODES:
+        action = re.search(r'perform: ([\w-]+:\w+)', text)
+        why = 'the credentials may not call %s' % (action.group(1) if action else 'it')
+        return Refusal('permission', '%s (%s)' % (why, code),
+                       "add %s to their IAM policy" % (action.group(1) if action else 'the permission'))
+    if code in QUOTA_CODES:
+        family, ask = quota_advice(attempt.size, attempt.spot or code == 'MaxSpotInstanceCountExceeded')
+        limit = re.search(r'vCPU limit of (\d+)', text)
+        why = "your account's quota for %s%s instances is %s" % (
+            family, ' spot' if code == 'MaxSpotInstanceCountExceeded' else '',
+            '%s vCPUs' % limit.group(1) if limit else 'used up')
+        return Refusal('quota', '%s (%s)' % (why, code), '%s or choose another size' % ask)
+    if code in CAPACITY_CODES + SPOT_PRICE_CODES:
+        # EC2 names the zones that have the size now: "... choosing us-east-1b, us-east-1c."
+        others = re.search(r'choosing ([\w-]+(?:, [\w-]+)*)', text)
+        where = 'another zone%s' % (' (AWS suggests %s)' % others.group(1) if others else '')
+        if attempt.spot or code in SPOT_PRICE_CODES:
+            why = ('the spot price there is above the highest price the request allows' if code in SPOT_PRICE_CODES
+                   else 'no spot capacity of this size there now')
+            return Refusal('spot_capacity', '%s (%s)' % (why, code),
+                           'try %s or size, on-demand nodes (spot: false), or again later' % where)
+        return Refusal('capacity', 'no capacity of this size there now (%s)' % code,
+                       'try %s or size, or again later' % where)
+    if code in SIZE_CODES or (code == 'InvalidParameterValue' and attempt.size and str(attempt.size) in text):
+        return Refusal('size_unavailable', 'the zone does not offer this size (%s)' % code,
+                       'choose another zone or size')
+    return None
 
 
 class Ec2Access(ClusterAccess):
@@ -472,4 +540,6 @@ PROVIDER = CloudProvider(
     user_data_arg='ex_userdata',
     images=Ec2Images,
     radl=RadlImages('aws', 'aws', place='region', form='REGION/AMI'),
+    title='AWS',
+    refusal=refusal,
 )

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages, is_baked
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -318,6 +318,42 @@ def size_facts(size):
     return SizeFacts(to_int(extra.get('guestCpus')), gpus, arch)
 
 
+# Compute Engine's error codes by what they mean for a create (libcloud's GoogleBaseError and its subclasses keep the
+# code in .code): a quota of the project (https://cloud.google.com/docs/quotas/troubleshoot), and a zone without the
+# hardware now (https://cloud.google.com/compute/docs/resource-error), which no quota increase helps.
+QUOTA_CODES = ('QUOTA_EXCEEDED', 'quotaExceeded')
+CAPACITY_CODES = ('ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS')
+
+
+def refusal(error, text, attempt):
+    """The Refusal of a Compute Engine error by its code; None for a code this does not know."""
+    from libcloud.common.google import GoogleAuthError, ResourceNotFoundError
+    code = getattr(error, 'code', None)
+    if isinstance(error, GoogleAuthError):
+        return Refusal('credentials', text, '')
+    if code in QUOTA_CODES:
+        # "Quota 'NVIDIA_T4_GPUS' exceeded.  Limit: 0.0 in region us-central1."
+        quota = re.search(r"Quota '(\w+)' exceeded\.\s*Limit: ([\d.]+)", text)
+        why = ("your project's quota %s allows %s" % quota.groups() if quota else "a quota of your project is used up")
+        return Refusal('quota', '%s (%s)' % (why, code),
+                       'ask for a quota increase (Google Cloud console, IAM & Admin > Quotas%s) or choose another size'
+                       % (', %s' % quota.group(1) if quota else ''))
+    if code in CAPACITY_CODES:
+        kind, what = ('spot_capacity', 'no preemptible capacity') if attempt.spot else ('capacity', 'no capacity')
+        return Refusal(kind, '%s of this size in the zone now (%s)' % (what, code),
+                       'try another zone or size%s, or again later' % (', standard nodes (spot: false)'
+                                                                        if attempt.spot else ''))
+    # "Required 'compute.instances.create' permission for 'projects/...'" (HTTP 403, reason forbidden).
+    permission = re.search(r"Required '([\w.]+)' permission", text)
+    if permission:
+        return Refusal('permission', 'the service account may not use %s (%s)' % (permission.group(1), code),
+                       'grant it a role with %s in the project (IAM)' % permission.group(1))
+    if isinstance(error, ResourceNotFoundError) and 'machineTypes/' in text:
+        return Refusal('size_unavailable', 'the zone does not offer this machine type (%s)' % code,
+                       'choose another zone or size')
+    return None
+
+
 PROVIDER = CloudProvider(
     'gce',
     credentials=CREDENTIALS,
@@ -339,4 +375,6 @@ PROVIDER = CloudProvider(
     user_data_arg=('ex_metadata', 'user-data'),
     images=GceImages,
     radl=RadlImages('gce', 'gce', place='zone', form='ZONE/IMAGE'),
+    title='GCE',
+    refusal=refusal,
 )

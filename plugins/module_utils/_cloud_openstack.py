@@ -9,9 +9,11 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
-from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 
 # Constructor argument -> (credentials key, environment variables, required).
@@ -127,6 +129,16 @@ def size_facts(size):
     return SizeFacts(to_int(getattr(size, 'vcpus', None)), gpus, None)
 
 
+def refusal(error, text, attempt):
+    """The Refusal of an OpenStack error (libcloud writes 'STATUS REASON message'); None for one this does not know."""
+    # Nova's TooManyInstances: "Quota exceeded for cores: Requested 8, but already used 16 of 20 cores" (HTTP 403).
+    quota = re.search(r'Quota exceeded for ([\w, ]+?): (.*)', text)
+    if quota:
+        return Refusal('quota', "your project's quota for %s is used up: %s" % quota.groups(),
+                       "ask your cloud's operators for a quota increase or choose a smaller flavor")
+    return None
+
+
 PROVIDER = CloudProvider(
     'openstack',
     credentials=CREDENTIALS,
@@ -141,4 +153,6 @@ PROVIDER = CloudProvider(
     user_data_arg='ex_userdata',
     # The URL holds the Keystone server, not a region.
     radl=RadlImages('ost', 'openstack', place='endpoint', form='SERVER[:PORT]/IMAGE_ID'),
+    title='OpenStack',
+    refusal=refusal,
 )

@@ -31,7 +31,9 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._clouds import PROVIDERS
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import (
+    NO_ATTEMPT,
     CloudProvider,
+    Refusal,
     TfdistCloudError,
     from_env,
     run_parallel,
@@ -128,20 +130,46 @@ def every_region(provider):
     return {'regions': [], 'unchecked': "other regions of %s: libcloud's driver cannot list them" % provider}
 
 
-def explain_error(provider, error):
-    """A message for a libcloud error; a refusal of the credentials names the credentials and where they come from."""
-    from libcloud.common.types import InvalidCredsError
-    # libcloud's own errors keep the cloud's message in .value (their str() is its repr).
+def error_text(error):
+    """What the cloud said in a libcloud error: its message, or the error's type when it has none."""
+    # libcloud's own errors keep the cloud's message in .value (their str() is its repr); GCE's, at times, the error's
+    # JSON, whose message is the text.
     value = getattr(error, 'value', None)
-    text = (value if isinstance(value, str) else str(error)) or type(error).__name__
-    refused = isinstance(error, InvalidCredsError) or any(
-        word in text for word in ('AuthFailure', 'InvalidClientTokenId', 'SignatureDoesNotMatch',
-                                  'UnrecognizedClientException', 'invalid_client', 'Unauthorized'))
-    if refused:
+    if isinstance(value, dict) and isinstance(value.get('message'), str):
+        value = value['message']
+    return (value if isinstance(value, str) else str(error)) or type(error).__name__
+
+
+def classify_error(provider, error, attempt=NO_ATTEMPT):
+    """The Refusal (_provider.py) of a libcloud error: what the cloud's file knows of its codes (its `refusal`), else
+    refused credentials by libcloud's type or HTTP 401, else unknown. `attempt`: the Attempt that met the error."""
+    from libcloud.common.types import InvalidCredsError
+    text = error_text(error)
+    classify = provider_of(provider).refusal
+    refusal = classify(error, text, attempt) if classify else None
+    if refusal:
+        return refusal
+    if isinstance(error, InvalidCredsError) or 401 in (getattr(error, 'code', None), getattr(error, 'http_code', None)):
+        return Refusal('credentials', text, '')
+    return Refusal('unknown', text, '')
+
+
+def explain_error(provider, error, attempt=NO_ATTEMPT):
+    """A message for a libcloud error, by its class (classify_error): refused credentials name the credentials and where
+    they come from; any other refusal the role, size and zone of `attempt` (an Attempt) when given, and what to do; an
+    unknown error the provider and what the cloud said."""
+    refusal = classify_error(provider, error, attempt)
+    if refusal.kind == 'credentials':
         spec = provider_of(provider).credentials or {}
         sources = ', '.join('%s (env %s)' % (key, ' / '.join(env)) for key, env, required in spec.values())
-        return 'credentials: the %s provider refused them: %s. Check %s' % (provider, text, sources or 'them')
-    return '%s provider error: %s' % (provider, text)
+        return 'credentials: the %s provider refused them: %s. Check %s' % (provider, refusal.why, sources or 'them')
+    if refusal.kind == 'unknown':
+        return '%s provider error: %s' % (provider, refusal.why)
+    advice = '; %s' % refusal.advice if refusal.advice else ''
+    if attempt.role:
+        return '%s: %s refused %s in %s: %s%s' % (attempt.role, provider_of(provider).title, attempt.size or 'its size',
+                                                  attempt.zone or 'its region', refusal.why, advice)
+    return '%s: the %s provider refused: %s%s' % (refusal.kind, provider, refusal.why, advice)
 
 
 def connection_argument_spec():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 # Nodes created concurrently at most; each thread has its own driver, as libcloud drivers are not thread-safe.
@@ -22,6 +23,20 @@ MAX_PARALLEL = 8
 
 class TfdistCloudError(Exception):
     """A configuration problem the user can fix (unknown provider, missing credentials, bad names)."""
+
+
+# The classes of a cloud's refusal, named in a module's failure result (`refusal`) for a pipeline or a later step
+# (another zone or size) to branch on; stable names. `unknown`: an error of the cloud that none of the others explains.
+REFUSALS = ('credentials', 'permission', 'quota', 'capacity', 'spot_capacity', 'size_unavailable', 'unknown')
+
+# What a cloud refused and why: `kind` one of REFUSALS, `why` what the cloud said in a user's words (ending with the
+# cloud's own error code, for a search), `advice` what to do about it ('' when the kind's own message says it).
+Refusal = namedtuple('Refusal', ['kind', 'why', 'advice'])
+
+# What was asked when the cloud refused: a role's nodes of a size in a zone (the location the role names, else the
+# region), as spot nodes or not. NO_ATTEMPT: an error outside a create (a listing, a key pair).
+Attempt = namedtuple('Attempt', ['role', 'size', 'zone', 'spot'])
+NO_ATTEMPT = Attempt(None, None, None, False)
 
 
 class CloudProvider:
@@ -63,12 +78,17 @@ class CloudProvider:
     release_stopped  func(driver, nodes, check_mode) -> the nodes among `nodes` that are powered off yet still billed
                    (Azure's stopped, not deallocated, VMs), released (deallocated) unless check_mode; None: a node
                    powered off costs no compute on this cloud
+    title          the cloud's name as its users know it (AWS), in the messages of its refusals; None: the provider name
+    refusal        func(error, text, attempt) -> the Refusal of a libcloud error of this cloud (`text` its message,
+                   `attempt` an Attempt), or None for what the cloud's codes do not tell (_libcloud.classify_error then
+                   knows refused credentials by libcloud's type or HTTP 401, and calls the rest unknown)
     """
 
     def __init__(self, name, driver=None, credentials=None, region_arg='region', region_env=(), defaults=None,
                  tag_arg=None, list_images=None, batch_create=None, batch_destroy=None, access=None,
                  size_facts=None, spot_args=None, spot_name='spot', node_defaults=None, audit_args=None,
-                 user_data_arg=None, images=None, radl=None, release_stopped=None, tags_hold_keys=True):
+                 user_data_arg=None, images=None, radl=None, release_stopped=None, tags_hold_keys=True, title=None,
+                 refusal=None):
         self.name = name
         self.driver = driver
         self.credentials = credentials
@@ -90,6 +110,8 @@ class CloudProvider:
         self.radl = radl
         self.release_stopped = release_stopped
         self.tags_hold_keys = tags_hold_keys
+        self.title = title or name
+        self.refusal = refusal
 
 
 class RadlImages:

@@ -135,6 +135,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+refusal:
+  description:
+    - When the cloud refused a call, the class of its refusal (as M(tfdist.cluster.libcloud_node) returns it), for a
+      pipeline to branch on; one of V(credentials), V(permission), V(quota), V(capacity), V(spot_capacity),
+      V(size_unavailable), V(unknown).
+  returned: on failure, when the cloud refused
+  type: str
+  sample: credentials
+  version_added: 0.5.0
 access:
   description:
     - What M(tfdist.cluster.libcloud_node) needs to give new nodes the key and the firewall (its O(tfdist.cluster.libcloud_node#module:access) option).
@@ -171,6 +180,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
     access_for,
+    classify_error,
     connection_argument_spec,
     explain_error,
     get_driver,
@@ -213,7 +223,8 @@ def run_module(module):
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
-        module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc())
+        module.fail_json(msg=explain_error(params['provider'], e), exception=traceback.format_exc(),
+                         refusal=classify_error(params['provider'], e).kind)
     module.exit_json(changed=bool(access.changes), access=facts, changes=access.changes)
 
 

@@ -462,6 +462,19 @@ cost:
       description: The cost line of the plan.
       type: str
       sample: "cost: $2.63/h for 6 nodes at list prices; spot: 4 of 6 nodes (80% of the price), billed at the lower spot price"
+refusal:
+  description:
+    - When the cloud refused a call of the run, the class of its refusal, for a pipeline or a retry to branch on
+      (the message, C(msg), names the role, size and zone and what to do), one of
+      V(credentials) (keys wrong or expired), V(permission) (a permission the credentials lack), V(quota) (an
+      account's limit, such as AWS's vCPUs of a family), V(capacity) (the zone has none of the size now),
+      V(spot_capacity) (no spot or preemptible capacity, or a spot price above the request's), V(size_unavailable) (the
+      zone does not offer the size), V(unknown) (another error of the cloud).
+    - Where creating some nodes failed, the class of the first failure; what the run had created is destroyed.
+  returned: on failure, when the cloud refused
+  type: str
+  sample: quota
+  version_added: 0.5.0
 '''
 
 import functools
@@ -489,6 +502,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     LIBCLOUD_IMPORT_ERROR,
     TfdistCloudError,
     choose_size,
+    classify_error,
     connection_argument_spec,
     create_nodes,
     destroy_nodes,
@@ -508,6 +522,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     user_data_kwargs,
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import is_own
+from ansible_collections.tfdist.cluster.plugins.module_utils._provider import Attempt
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
 
 WAIT_PERIOD = 3
@@ -677,9 +692,9 @@ class ClusterNodes:
     def to_dict(self, node):
         return node_to_dict(node, self.params['address'])
 
-    def fail(self, msg, created=(), removed=()):
+    def fail(self, msg, created=(), removed=(), **result):
         self.module.fail_json(msg=msg, created=[self.to_dict(n) for n in created],
-                              removed=[self.to_dict(n) for n in removed])
+                              removed=[self.to_dict(n) for n in removed], **result)
 
     def known_hosts(self):
         """The known_hosts file that pins the host keys of the nodes this run creates; None: no host keys."""
@@ -739,22 +754,40 @@ class ClusterNodes:
                 # A node under another name could not be found again: every run would add one.
                 failures.append((role, index, 'the driver named it %r, so later runs could not find it' % result.name))
         if failures:
-            self.rollback(failures, created)
+            self.rollback(failures, created, dict((role, self.attempt(role, args, spot))
+                                                  for role, args in resolved.items()))
         if known_hosts and created:
             record(known_hosts, dict((node.name, host_keys[node.name].public) for node in created))
         return created
 
-    def rollback(self, failures, created):
-        # Some libcloud errors print as '': the type then says what went wrong.
-        msg = '; '.join('Failed to create %s (role %s, index %d): %s'
-                        % (node_name(self.cluster, role, index), role, index, error or type(error).__name__)
-                        for role, index, error in failures)
+    def attempt(self, role, args, spot):
+        """The Attempt (_provider.py) of a role's create: its size, and the zone its location names, else the region."""
+        size, location = args.get('size'), args.get('location')
+        return Attempt(role, getattr(size, 'id', size), getattr(location, 'name', None) or self.params['region'],
+                       role in (spot or {}))
+
+    def rollback(self, failures, created, attempts):
+        """Destroy what this run created, then fail naming each failure: a cloud's refusal by its class (explain_error),
+        once per role with the nodes it kept from being, and that class as the result's `refusal`."""
+        lines, refusal = {}, None
+        for role, index, error in failures:
+            name = node_name(self.cluster, role, index)
+            kind = classify_error(self.params['provider'], error).kind if isinstance(error, Exception) else None
+            refusal = refusal or kind
+            if kind not in (None, 'unknown'):
+                lines.setdefault(explain_error(self.params['provider'], error, attempts[role]), []).append(name)
+            else:
+                # Some libcloud errors print as '': the type then says what went wrong.
+                lines['Failed to create %s (role %s, index %d): %s'
+                      % (name, role, index, error or type(error).__name__)] = []
+        msg = '; '.join(line + (' (not created: %s)' % ', '.join(names) if names else '')
+                        for line, names in lines.items())
         errors = destroy_nodes(self.connect, created)
         left = ['%s (%s)' % (node.name, error) for node, error in zip(created, errors) if error is not None]
         msg += '. Destroyed the %d node(s) this run had created' % (len(created) - len(left))
         if left:
             msg += '; could not destroy %s: remove them by hand' % ', '.join(left)
-        self.fail(msg)
+        self.fail(msg, **({'refusal': refusal} if refusal else {}))
 
     def release_stopped(self, nodes):
         """Where a destroy failed: the nodes of `nodes` that are powered off yet still billed (on Azure) released
@@ -934,7 +967,8 @@ def run_module(module):
     except (TfdistCloudError, ClusterError) as e:
         module.fail_json(msg=str(e))
     except Exception as e:  # libcloud raises many types (auth, HTTP, network); report them all plainly
-        module.fail_json(msg=explain_error(module.params['provider'], e), exception=traceback.format_exc())
+        module.fail_json(msg=explain_error(module.params['provider'], e), exception=traceback.format_exc(),
+                         refusal=classify_error(module.params['provider'], e).kind)
 
 
 def main():

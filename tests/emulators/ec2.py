@@ -13,6 +13,8 @@ The proxy corrects the three places where moto and libcloud's EC2 driver disagre
 
 It also counts the requests by EC2 ``Action``, so a test or the bench can check how many API calls
 something made, and keeps their parameters (``requests(action)``): what was asked of moto, where moto ignores it.
+And it answers a chosen request with an error of EC2's instead of moto (``refusing(...)``), as a cloud that has no
+capacity or quota left would: what moto never says.
 
 Plain Python (no pytest), so the bench imports it too::
 
@@ -40,6 +42,8 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import uuid
+import xml.sax.saxutils
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml  # ansible-core depends on PyYAML
@@ -187,12 +191,23 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self._conn = http.client.HTTPConnection("127.0.0.1", self.server.emulator.moto_port, timeout=120)
         return self._conn
 
+    def _answer(self, status, data):
+        self.send_response(status)
+        self.send_header("Content-Type", "text/xml;charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _forward(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         params = ec2_params(self.path, body, self.headers.get("Content-Type"))
         if params.get("Action"):
             self.server.emulator._count(params)
+            refusal = self.server.emulator._refusal(params)
+            if refusal:
+                self._answer(refusal[0], refusal[1])
+                return
         path, body = fix_request(self.path, body, "x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         if body or self.command in ("POST", "PUT"):
@@ -240,6 +255,7 @@ class Ec2Emulator:
         self._proxy = None
         self._calls = collections.Counter()
         self._requests = []
+        self._refusals = []
         self._lock = threading.Lock()
 
     # Addresses and settings for the clients.
@@ -289,6 +305,32 @@ class Ec2Emulator:
         with self._lock:
             self._calls.clear()
             self._requests.clear()
+
+    # Refusals: EC2's errors in place of moto's answer.
+    @contextlib.contextmanager
+    def refusing(self, action, code, message, status=400, when=None):
+        """Within the block, answer each `action` request whose parameters include `when` ({name: value}, e.g.
+        {"InstanceType": "g4dn.xlarge"}) with EC2's error `code` and `message` and HTTP `status`, as AWS writes it;
+        moto never sees it. Counted like any other request."""
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>%s</Code><Message>%s</Message>'
+                '</Error></Errors><RequestID>%s</RequestID></Response>'
+                % (code, xml.sax.saxutils.escape(message), uuid.uuid4())).encode("utf-8")
+        refusal = (action, dict(when or {}), status, body)
+        with self._lock:
+            self._refusals.append(refusal)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._refusals.remove(refusal)
+
+    def _refusal(self, params):
+        """(status, body) of the refusal that answers this request, or None: moto answers it."""
+        with self._lock:
+            for action, when, status, body in self._refusals:
+                if params["Action"] == action and all(params.get(k) == v for k, v in when.items()):
+                    return status, body
+        return None
 
     # Life cycle.
     def start(self):

@@ -167,6 +167,7 @@ def test_failed_create_destroys_what_the_run_created(run, cloud):
 
     assert result["failed"] is True
     assert "Failed to create tfdist-worker-1 (role worker, index 1): quota exceeded" in result["msg"]
+    assert result["refusal"] == "unknown"  # a plain exception: no code of a cloud's says what it is
     assert "Destroyed the 3 node(s) this run had created" in result["msg"]
     assert cloud.nodes == []
 

@@ -9,6 +9,7 @@ known_hosts file on the controller, one line per node under the node's name, not
 gives a node another public IP); its private half is never written on the controller. Ansible then accepts from each
 node only its line's key (ssh_args, set per host by the libcloud inventory plugin's `known_hosts`), and a node that
 answers with another key is refused by name (refusal, which the concise callback shows instead of ssh's banner).
+The cluster's ssh config (ssh_config, `ssh -F`) follows the same rule (ssh_options) for a person's own ssh.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
@@ -97,17 +98,52 @@ def record(known_hosts, keys, forget=()):
     return True
 
 
+def ssh_options(known_hosts, node):
+    """[(option, value)]: how ssh checks node `node`'s host key, the one rule of both the inventory's ssh arguments
+    (ssh_args) and the cluster's ssh config (ssh_config). With `known_hosts`, only the key pinned for its name in that
+    file, looked up by the name (HostKeyAlias), whatever the address, never added to. Without (nodes that make their
+    own host keys, new with every node), none is checked or kept."""
+    if not known_hosts:
+        return [('StrictHostKeyChecking', 'no'), ('UserKnownHostsFile', '/dev/null'), ('LogLevel', 'ERROR')]
+    return [
+        ('StrictHostKeyChecking', 'yes'),
+        ('UserKnownHostsFile', known_hosts),
+        ('GlobalKnownHostsFile', '/dev/null'),
+        ('HostKeyAlias', node),
+        ('LogLevel', 'ERROR'),
+    ]
+
+
+def _ssh_value(value):
+    """An option's value as ssh reads it, from a -o argument and a config file alike: between double quotes where it
+    has spaces (a path)."""
+    value = str(value)
+    return '"%s"' % value if any(char.isspace() for char in value) else value
+
+
 def ssh_args(known_hosts, node):
-    """The ssh options (ansible_ssh_common_args) that accept from node `node` only the key pinned for its name in
-    `known_hosts`: looked up by the name (HostKeyAlias), whatever the address, in that file alone, never added to."""
-    return ' '.join([
-        '-o StrictHostKeyChecking=yes',
-        # ssh reads a value with spaces between double quotes; Ansible splits the whole line as a shell would.
-        '-o ' + shlex.quote('UserKnownHostsFile="%s"' % known_hosts),
-        '-o GlobalKnownHostsFile=/dev/null',
-        '-o ' + shlex.quote('HostKeyAlias=%s' % node),
-        '-o LogLevel=ERROR',
-    ])
+    """The ssh options (ansible_ssh_common_args) of ssh_options, as one line that Ansible splits as a shell would."""
+    options = ssh_options(known_hosts, node)
+    return ' '.join('-o ' + shlex.quote('%s=%s' % (name, _ssh_value(value))) for name, value in options)
+
+
+def ssh_config(nodes, user, identity_file, known_hosts='', port=22, cluster=''):
+    """The text of an OpenSSH client config (ssh -F) with one Host block per node of `nodes` ({name, address}, as
+    the libcloud_node module returns them), named after the node: its address, the login `user`, `port`, the
+    cluster's key alone (`identity_file`) and the host key rule of ssh_options. A node with no address yet is named
+    in a comment."""
+    lines = ['# ssh config%s, written by tfdist at each provision (deploy) and removed by destroy:'
+             % (' of cluster %s' % cluster if cluster else ''),
+             '#   ssh -F <this file> <node name>']
+    for node in nodes:
+        if not node.get('address'):
+            lines += ['', '# %s: no address yet (a deploy writes it once the node has one)' % node['name']]
+            continue
+        options = [('HostName', node['address']), ('User', user), ('Port', port),
+                   ('IdentityFile', identity_file), ('IdentitiesOnly', 'yes')]
+        options += ssh_options(known_hosts, node['name'])
+        lines += ['', 'Host %s' % node['name']] + ['  %s %s' % (name, _ssh_value(value)) for name, value in options]
+    return '\n'.join(lines) + '\n'
 
 
 def refusal(node, known_hosts, ssh_message):

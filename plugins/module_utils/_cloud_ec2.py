@@ -266,15 +266,18 @@ def refusal(error, text, attempt):
             '%s vCPUs' % limit.group(1) if limit else 'used up')
         return Refusal('quota', '%s (%s)' % (why, code), '%s or choose another size' % ask)
     if code in CAPACITY_CODES + SPOT_PRICE_CODES:
-        # EC2 names the zones that have the size now: "... choosing us-east-1b, us-east-1c."
+        # EC2 names the zone it tried (its choice where the request names none) and those that have the size now:
+        # "... in the Availability Zone you requested (us-east-1a). ... or choosing us-east-1b, us-east-1c."
+        zone = re.search(r'Availability Zone you requested \(([\w-]+)\)', text)
+        there = 'in %s' % zone.group(1) if zone and zone.group(1) != attempt.zone else 'there'
         others = re.search(r'choosing ([\w-]+(?:, [\w-]+)*)', text)
         where = 'another zone%s' % (' (AWS suggests %s)' % others.group(1) if others else '')
         if attempt.spot or code in SPOT_PRICE_CODES:
-            why = ('the spot price there is above the highest price the request allows' if code in SPOT_PRICE_CODES
-                   else 'no spot capacity of this size there now')
+            why = ('the spot price %s is above the highest price the request allows' % there
+                   if code in SPOT_PRICE_CODES else 'no spot capacity of this size %s now' % there)
             return Refusal('spot_capacity', '%s (%s)' % (why, code),
                            'try %s or size, on-demand nodes (spot: false), or again later' % where)
-        return Refusal('capacity', 'no capacity of this size there now (%s)' % code,
+        return Refusal('capacity', 'no capacity of this size %s now (%s)' % (there, code),
                        'try %s or size, or again later' % where)
     if code in SIZE_CODES or (code == 'InvalidParameterValue' and attempt.size and str(attempt.size) in text):
         return Refusal('size_unavailable', 'the zone does not offer this size (%s)' % code,

@@ -136,6 +136,11 @@ def refusal(error, text, attempt):
     if quota:
         return Refusal('quota', "your project's quota for %s is used up: %s" % quota.groups(),
                        "ask your cloud's operators for a quota increase or choose a smaller flavor")
+    # Nova's PolicyNotAuthorized (HTTP 403): "Policy doesn't allow os_compute_api:servers:create to be performed."
+    policy = re.search(r"Policy doesn't allow (\S+) to be performed", text)
+    if policy:
+        return Refusal('permission', 'your role may not perform %s (PolicyNotAuthorized)' % policy.group(1),
+                       "ask your cloud's operators for a role that allows %s" % policy.group(1))
     return None
 
 

@@ -99,6 +99,13 @@ def test_ec2_capacity_names_the_zones_aws_suggests():
         "later")
 
 
+def test_ec2_capacity_names_the_zone_aws_chose_where_the_role_names_none():
+    error = ec2(500, "InsufficientInstanceCapacity", NO_CAPACITY)
+
+    assert explain_error("ec2", error, Attempt("worker", "g4dn.xlarge", "us-east-1", False)).startswith(
+        "worker: AWS refused g4dn.xlarge in us-east-1: no capacity of this size in us-east-1a now")
+
+
 @pytest.mark.parametrize("code, message", [
     ("InsufficientInstanceCapacity", NO_CAPACITY),
     ("SpotMaxPriceTooLow", "Your Spot request price of 0.02 is lower than the minimum required Spot request "
@@ -228,6 +235,14 @@ def test_openstack_quota_403_is_quota_not_permission():
     assert explain_error("openstack", error, Attempt("ps", "m1.large", "RegionOne", False)) == (
         "ps: OpenStack refused m1.large in RegionOne: your project's quota for cores is used up: Requested 8, but "
         "already used 16 of 20 cores; ask your cloud's operators for a quota increase or choose a smaller flavor")
+
+
+def test_openstack_policy_refusal_names_the_rule():
+    error = openstack(403, "forbidden", "Policy doesn't allow os_compute_api:servers:create to be performed.")
+
+    refusal = classify_error("openstack", error)
+    assert refusal.kind == "permission"
+    assert "os_compute_api:servers:create" in refusal.why
 
 
 def test_every_class_is_one_of_the_stable_names():

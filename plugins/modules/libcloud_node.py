@@ -706,14 +706,17 @@ class ClusterNodes:
         self.module.no_log_values.update(secret_parts(host_key))
         return host_key
 
-    def pin_found(self, nodes):
+    def pin_found(self, nodes, check_mode=False):
         """Pin, from their TAG_HOST_KEY tags, the nodes that the known_hosts file has no line for (a cluster made by
-        another controller); nothing without known_hosts. True when the file changed."""
+        another controller); nothing without known_hosts. True when the file changed (would change, in check mode)."""
         if not self.known_hosts():
             return False
         have = pinned(self.known_hosts())
         found = dict((node.name, resource_tags(node).get(TAG_HOST_KEY)) for node in nodes if node.name not in have)
-        return record(self.known_hosts(), dict((name, key) for name, key in found.items() if key))
+        found = dict((name, key) for name, key in found.items() if key)
+        if check_mode:
+            return bool(found)
+        return record(self.known_hosts(), found)
 
     def create(self, resolved, plan, spot=None):
         """Create the planned nodes of every role at once; on a failure destroy what this run created, then fail.
@@ -854,6 +857,7 @@ class ClusterNodes:
         created, removed, started = [], [], []
         if self.module.check_mode:
             kept = [node for node, identity in current]  # nothing is removed in check mode
+            changed = self.pin_found(kept, check_mode=True) or changed
         else:
             if changed:
                 created = self.create(resolved, plan, spot)

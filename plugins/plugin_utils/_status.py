@@ -62,13 +62,16 @@ def created_at(extra):
 
 
 def _task_state(task):
-    """'running', 'not started', or how it ended ('exited 0', 'exited 1 (killed by signal 9)', ...)."""
+    """'running', 'not started', or how it ended ('exited 0', 'ended by signal 15 (stopped)', ...)."""
     if task.get('running'):
         return 'running'
     if task.get('pid') is None:
         return NOT_STARTED
     code = task.get('returncode')
-    ended = 'exited %s' % code if code is not None else 'died'
+    if code is None:
+        ended = 'died'
+    else:  # a negative code is the signal that ended it (Python's subprocess convention)
+        ended = 'exited %d' % code if code >= 0 else 'ended by signal %d' % -code
     reason = task.get('reason')
     return ended + (' (%s)' % reason if reason and reason not in ('exited', NOT_STARTED) else '')
 

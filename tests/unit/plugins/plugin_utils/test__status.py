@@ -126,9 +126,11 @@ def test_a_node_that_does_not_answer_is_named_with_why_and_no_answer_at_all_is_u
 def test_a_job_whose_tasks_never_started_or_all_stopped():
     never = _status.report([cluster(node("demo-chief-0", probe(task("chief-0", running=False, pid=None))))], NOW)
     assert never["clusters"][0]["job"]["state"] == _status.NOT_STARTED
-    killed = task("chief-0", running=False, returncode=0, reason="stopped")
-    stopped = _status.report([cluster(node("demo-chief-0", probe(killed, status=RUNNING)))], NOW)
+    killed = task("chief-0", running=False, returncode=-15, reason="stopped")
+    stopped = _status.report([cluster(node("demo-chief-0", dict(probe(killed, status=RUNNING), failed_tasks=[])))],
+                             NOW)
     assert stopped["clusters"][0]["job"]["state"] == "stopped"
+    assert stopped["clusters"][0]["tasks"][0]["state"] == "ended by signal 15 (stopped)"
 
 
 def test_the_clouds_clusters_without_state_here_are_marked_with_whose_they_are():

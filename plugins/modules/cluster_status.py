@@ -58,7 +58,7 @@ options:
   audit:
     description:
       - A P(tfdist.cluster.libcloud_audit_regions#filter) result of that cloud; its clusters that are not in
-        O(clusters) are reported in RV(status.cloud_only).
+        O(clusters) are reported in the C(cloud_only) list of RV(status).
     type: dict
   detail:
     description: Also list each TF task in RV(lines).

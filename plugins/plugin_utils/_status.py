@@ -188,7 +188,8 @@ def _job_line(job):
     parts = ['job ' + job['state']]
     if job['step'] is not None:
         target = job['target_steps'] or 0
-        parts.append('step %s/%s%s' % (job['step'], target, ' (%d%%)' % (100.0 * job['step'] / target) if target else ''))
+        share = ' (%d%%)' % (100.0 * job['step'] / target) if target else ''
+        parts.append('step %s/%s%s' % (job['step'], target, share))
     if job['examples_per_sec']:
         parts.append('%.0f examples/s' % job['examples_per_sec'])
     if job['eta_seconds'] is not None:
@@ -205,11 +206,12 @@ def lines(status, detail=False):
     for cluster in status['clusters']:
         up = format_duration(cluster['uptime_seconds']) if cluster['uptime_seconds'] is not None else '?'
         cost = cluster['cost']
-        money = '$%.4g so far ($%.4g/h%s)' % (cost['so_far'], cost['per_hour'],
-                                                 ', not counting ' + ', '.join(cost['unpriced']) if cost['unpriced'] else '')
+        money = cost['summary']  # nodes without a size are this machine's
+        if any(node['size'] for node in cluster['nodes']):
+            unpriced = ', not counting ' + ', '.join(cost['unpriced']) if cost['unpriced'] else ''
+            money = '$%.4g so far ($%.4g/h%s)' % (cost['so_far'], cost['per_hour'], unpriced)
         out.append('%s (cloud=%s): %s; up %s, %s' % (cluster['name'], cluster['cloud'], _job_line(cluster['job']), up,
-                                                       money if cluster['nodes'] and any(n['size'] for n in cluster['nodes'])
-                                                       else cost['summary']))
+                                                       money))
         for node in cluster['nodes']:
             out.append('  %s %s %s%s' % (node['name'], node['state'] or '?', node['address'] or '-',
                                          ' (no answer: %s)' % node['error'] if not node['reachable'] else ''))

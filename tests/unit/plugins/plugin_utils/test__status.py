@@ -37,8 +37,8 @@ def node(name, probe=None, size="g4dn.xlarge", state="running", created_at=NOW -
 
 
 def cluster(*nodes, summary=None, provider="ec2"):
-    return dict(name="demo", cloud="aws", provider=provider, region="us-east-1", source="/home/clusters/demo.libcloud.yml",
-                nodes=list(nodes), summary=summary)
+    return dict(name="demo", cloud="aws", provider=provider, region="us-east-1",
+                source="/home/clusters/demo.libcloud.yml", nodes=list(nodes), summary=summary)
 
 
 RUNNING = dict(state="running", step=500, target_steps=2000, loss=0.5, examples_per_sec=3200.0, eta_seconds=95.0,
@@ -100,7 +100,8 @@ def test_a_finished_job_on_this_machine_costs_nothing_and_counts_uptime_from_its
     assert entry["job"]["state"] == "done" and entry["job"]["eta_seconds"] is None
     assert entry["job"]["restarts"] == 1
     assert entry["uptime_seconds"] == 600 and entry["uptime_from"] == "job"
-    assert entry["cost"] == {"per_hour": 0, "so_far": 0, "unpriced": [], "summary": "no cost: the nodes are this machine"}
+    assert entry["cost"] == {"per_hour": 0, "so_far": 0, "unpriced": [],
+                             "summary": "no cost: the nodes are this machine"}
     assert [t["state"] for t in entry["tasks"]] == ["exited 0", "exited 0 (chief finished)", "exited 0"]
 
 

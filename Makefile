@@ -18,13 +18,14 @@ EXTRA ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup images deploy destroy status test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv changelog sanity-oldest ee-context ee-image core-matrix
+.PHONY: help setup images deploy destroy status logs test test-unit test-e2e lint build bench clean checks-setup sanity docs importer units im-venv changelog sanity-oldest ee-context ee-image core-matrix
 
 help:
 	@echo "make deploy   set up and train on the default cluster (cloud=$(CLOUD))"
 	@echo "make test     set up and run every test"
 	@echo "make destroy  remove the cluster (CLOUD=..., CLUSTER=...)"
 	@echo "make status   every cluster here: nodes, job, step, ETA, cost (CLUSTER=NAME: one, with its tasks; CLOUD=NAME: and that cloud's)"
+	@echo "make logs     a task's log from its node (CLUSTER=..., TASK=worker-1; EXTRA='-e follow=true')"
 	@echo "make bench    deploy overhead against hand-started TF processes; docker cluster scaling; 10-200 EC2 nodes; checkpoint copies; baked images"
 	@echo "make lint     ansible-lint (production profile)"
 	@echo "make sanity   ansible-test sanity, every test, offline (on a copy under .cache/ansible-test)"
@@ -76,6 +77,11 @@ status: setup
 	$(BIN)/ansible-playbook playbooks/status.yml $(EXTRA) \
 		$(if $(filter command line environment,$(origin CLUSTER)),-e cluster_name=$(CLUSTER)) \
 		$(if $(filter command line environment,$(origin CLOUD)),-e cloud=$(CLOUD))
+
+# One task's log from its node: `make logs TASK=worker-1` (EXTRA='-e lines=200' or '-e follow=true').
+TASK ?= chief-0
+logs: setup
+	$(BIN)/ansible-playbook playbooks/logs.yml -e cluster_name=$(CLUSTER) -e task=$(TASK) $(EXTRA)
 
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites in
 # TEST_WORKERS processes (pytest-xdist). Many tests wait on containers, daemons and training, so two workers

@@ -80,6 +80,7 @@ from ._task_folder import (CHIEF_FINISHED, CHIEF_NEVER_SEEN, EXIT_FILE, LEADER_U
                            STOPPED, SUPERVISOR_PID_FILE, TASK_FILE, UNREACHABLE_CODE, SupervisorError, alive,
                            group_alive, proc_starttime, signal_group, task_environment, task_status, task_tmp,
                            terminate_group, wait_gone)
+from ._warm_child import set_title
 from ._warm_start import (HOSTED_PID_WAIT, WARM_FILE, WARM_FOR, WARM_LOG, WARM_SOCKET, HostedChild, child_command,
                           claim, stop_warm)
 
@@ -88,6 +89,17 @@ PROG = "tfdist-supervise"
 GONE_GRACE = 60.0
 # The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
 FINISHED = b"tfdist-finished"
+# What ps and top show of a supervisor (its name, in top, is 15 bytes at most).
+SUPERVISOR_COMM = PROG[:15]
+
+
+def task_title(name):
+    """What ps shows of a warm-started task (a cold one shows its command): `tfdist demo/worker-1`."""
+    return "tfdist %s" % name
+
+
+def supervisor_title(name):
+    return "%s %s" % (PROG, name)
 
 
 # ---------------------------------------------------------------- the leader's port
@@ -340,8 +352,10 @@ class _Supervisor:
             log_line(self.log, "warm start not used, the environment differs in %s: starting cold" % ", ".join(differs))
         else:
             log_line(self.log, "warm start: %s imported since %.1fs" % (", ".join(modules), now() - warm_since))
+        set_title(supervisor_title(spec["name"]), SUPERVISOR_COMM)
         go = json.dumps({"log": os.path.join(spec["dir"], LOG_NAME), "cwd": spec["chdir"] or spec["dir"],
-                         "command": spec["command"], "env": env, "cold": bool(differs)}).encode() + b"\n"
+                         "command": spec["command"], "env": env, "cold": bool(differs),
+                         "title": task_title(spec["name"]), "name": spec["name"]}).encode() + b"\n"
 
         def let_go():
             try:
@@ -484,6 +498,8 @@ def _daemonize_and_run(spec, env):
                     os.close(fd)
                 except OSError:
                     pass
+        # A fork of the process that called start() or warm() (an Ansible module's Python): named for what it is now.
+        set_title(supervisor_title(spec.get("name") or "warm %s" % spec["dir"]), SUPERVISOR_COMM)
         supervisor = _Supervisor(spec, env, log)
         code = supervisor.run_warm(write_fd) if warm else supervisor.run(write_fd)
     except BaseException as e:  # report anything to the waiting parent, then leave

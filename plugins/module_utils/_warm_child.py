@@ -31,6 +31,37 @@ import sys
 import time
 
 
+# prctl(2)'s option that names the calling thread (its comm: /proc/PID/comm, what top shows), 15 bytes at most.
+PR_SET_NAME = 15
+COMM_BYTES = 15
+
+
+def set_title(title, short=None):
+    """Show this process as `title`: its command line (/proc/PID/cmdline, what ps shows) and its name (comm, what top
+    shows: the last 15 bytes of `short`, or of the title). Standard library only, so no setproctitle: the title
+    is written over the arguments the process was started with (Python keeps its own copy of them), as far as they
+    reach; the rest of that area is blanked. Whether it worked; a title that does not fit is cut.
+    """
+    try:
+        import ctypes
+
+        data = title.encode()
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p((short or title).encode()[-COMM_BYTES:]), 0, 0, 0)
+        # arg_start and arg_end (fields 48 and 49 of proc(5)): where the arguments lie in this process's memory.
+        with open("/proc/self/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])
+        if end - start < 2:
+            return False
+        data = data[:end - start - 1] + b"\0"
+        # The area's last byte not a NUL: the kernel shows the arguments up to the first NUL, the title alone.
+        ctypes.memmove(start, data + b" " * (end - start - len(data)), end - start)
+        return True
+    except (ImportError, OSError, ValueError, IndexError, AttributeError):
+        return False
+
+
 def stamps(names):
     """{module: [inode, size, mtime]} of the imported modules' files, to tell a module changed on disk."""
     found = {}
@@ -75,6 +106,9 @@ def run(names, imported, before):
     command, env = go["command"], go["env"]
     if go["cold"] or not imported or stamps(names) != before:
         os.execvpe(command[0], command, env)
+    # Not one more anonymous `python -c ...`: ps and top tell the tasks apart (a cold start shows its command).
+    if go.get("title"):
+        set_title(go["title"], go.get("name"))
     os.environ.clear()
     os.environ.update(env)
     if "tempfile" in sys.modules:
@@ -89,6 +123,7 @@ def lead(log, stdin, status):
 
     Returns in that child only (which then runs the task); the leader leaves once it has written the code."""
     os.setpgid(0, 0)
+    set_title("tfdist leader of a warm task", "tfdist leader")  # its child runs the task and takes the task's title
     os.dup2(stdin, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -150,6 +185,7 @@ def main(argv):
     """argv: the arguments after `python -c SOURCE` (see the description)."""
     host = argv[:1] == ["--serve"]
     names = argv[4:] if host else argv
+    set_title("tfdist warm %s%s" % ("host " if host else "", " ".join(names)), "tfdist warm")
     imported = import_all(names)
     before = stamps(names)
     if host:

@@ -26,7 +26,10 @@ ARGUMENT_SPEC = {
         "region": {"type": "str", "default": ""},
         "source": {"type": "str", "default": ""},
         "artifacts_dir": {"type": "path", "required": True},
+        "ssh_config": {"type": "path"},
     }},
+    # The folder of a cluster the user named that has no state here (gone): its status.json, if any, says so.
+    "gone_artifacts_dir": {"type": "path"},
     "cloud": {"type": "str", "default": ""},
     "audit": {"type": "dict"},
     "detail": {"type": "bool", "default": False},
@@ -64,7 +67,9 @@ class ActionModule(ActionBase):
             hosts = task_vars["groups"].get(group_name(cluster["name"])) or []
             nodes = [node_input(host, hostvars[host], args["probe_var"]) for host in hosts]
             summary = read_json(os.path.join(cluster["artifacts_dir"], "summary.json"))
-            clusters.append(dict(cluster, nodes=nodes, summary=summary))
+            ssh_config = cluster["ssh_config"]
+            clusters.append(dict(cluster, nodes=nodes, summary=summary,
+                                 ssh_config=ssh_config if ssh_config and os.path.isfile(ssh_config) else None))
         status = _status.report(clusters, now, cloud=args["cloud"] or None, audit=args["audit"])
         written = []
         if not self._task.check_mode:
@@ -74,6 +79,10 @@ class ActionModule(ActionBase):
                 os.makedirs(cluster["artifacts_dir"], mode=0o700, exist_ok=True)
                 write_json(path, dict(status, clusters=[entry], cloud_only=[]), indent=1)
                 written.append(path)
+            gone = args["gone_artifacts_dir"]
+            if gone and not status["clusters"] and os.path.isfile(os.path.join(gone, "status.json")):
+                write_json(os.path.join(gone, "status.json"), status, indent=1)
+                written.append(os.path.join(gone, "status.json"))
         result.update(changed=False, status=status, lines=_status.lines(status, detail=args["detail"]),
                       written=written)
         return result

@@ -51,6 +51,14 @@ options:
         description: Where its C(summary.json) is read from and its C(status.json) written to.
         type: path
         required: true
+      ssh_config:
+        description: Its ssh config file, reported (and shown as an C(ssh -F) line) where it exists.
+        type: path
+  gone_artifacts_dir:
+    description:
+      - The artifacts folder of a cluster the user asked for that has no state here (destroyed). A C(status.json)
+        there is replaced by this report, with no cluster, rather than left saying what the cluster was.
+    type: path
   cloud:
     description: The cloud whose audit is in O(audit).
     type: str

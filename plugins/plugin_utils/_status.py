@@ -110,7 +110,7 @@ def restarts(summary, tasks):
 def cluster_status(cluster, now):
     """One cluster's entry of the report.
 
-    cluster: {name, cloud, provider, region, source, nodes: [{name, state, address, size, created_at, probe,
+    cluster: {name, cloud, provider, region, source, ssh_config, nodes: [{name, state, address, size, created_at, probe,
     unreachable}], summary}; probe is the node's training_status answer (None where it did not answer).
     """
     nodes, tasks, failed, answered = [], [], [], False
@@ -154,6 +154,7 @@ def cluster_status(cluster, now):
                 summary=cost['summary'] if sized else 'no cost: the nodes are this machine')
     return dict(
         name=cluster['name'], cloud=cluster.get('cloud'), local_state=True, source=cluster.get('source'),
+        ssh_config=cluster.get('ssh_config'),
         nodes=nodes, tasks=sorted(tasks, key=lambda task: task['name']), uptime_seconds=uptime,
         uptime_from=uptime_from if uptime is not None else None, cost=cost,
         job=dict(state=state, step=status.get('step'), target_steps=status.get('target_steps'),
@@ -215,6 +216,8 @@ def lines(status, detail=False):
         for node in cluster['nodes']:
             out.append('  %s %s %s%s' % (node['name'], node['state'] or '?', node['address'] or '-',
                                          ' (no answer: %s)' % node['error'] if not node['reachable'] else ''))
+        if cluster['ssh_config'] and cluster['nodes']:
+            out.append('  ssh -F %s %s' % (cluster['ssh_config'], cluster['nodes'][0]['name']))
         if detail:
             for task in cluster['tasks']:
                 out.append('    %s on %s: %s' % (task['name'], task['host'], task['state']))

@@ -70,3 +70,5 @@ def test_status_shows_the_job_finished_then_training_then_nothing_after_destroy(
     run = run_playbook("playbooks/status.yml", f"cluster_name={cluster_name}")
     assert run.returncode == 0, tail(run)
     assert "no tfdist cluster known here" in run.stdout, tail(run)
+    # The status.json a pipeline reads says so too, rather than what the cluster was.
+    assert read_json(os.path.join(REPO, "artifacts", cluster_name, "status.json"))["clusters"] == []

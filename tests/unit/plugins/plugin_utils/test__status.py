@@ -36,9 +36,9 @@ def node(name, probe=None, size="g4dn.xlarge", state="running", created_at=NOW -
                 probe=probe, unreachable=unreachable)
 
 
-def cluster(*nodes, summary=None, provider="ec2"):
+def cluster(*nodes, summary=None, provider="ec2", ssh_config=None):
     return dict(name="demo", cloud="aws", provider=provider, region="us-east-1",
-                source="/home/clusters/demo.libcloud.yml", nodes=list(nodes), summary=summary)
+                source="/home/clusters/demo.libcloud.yml", nodes=list(nodes), summary=summary, ssh_config=ssh_config)
 
 
 RUNNING = dict(state="running", step=500, target_steps=2000, loss=0.5, examples_per_sec=3200.0, eta_seconds=95.0,
@@ -49,6 +49,7 @@ def test_a_training_job_shows_its_step_speed_eta_nodes_and_cost_so_far():
     report = valid(_status.report([cluster(
         node("demo-chief-0", probe(task("chief-0"), status=RUNNING)),
         node("demo-worker-0", probe(task("worker-0"))),
+        ssh_config="/home/.cache/keys/demo.ssh_config",
     )], NOW))
     entry = report["clusters"][0]
     assert report["schema_version"] == _status.SCHEMA_VERSION
@@ -63,6 +64,7 @@ def test_a_training_job_shows_its_step_speed_eta_nodes_and_cost_so_far():
     line = _status.lines(report)[0]
     assert "job running, step 500/2000 (25%), 3200 examples/s, ETA 1m35s" in line, line
     assert "up 1h, $1.052 so far ($1.052/h)" in line, line
+    assert "  ssh -F /home/.cache/keys/demo.ssh_config demo-chief-0" in _status.lines(report)
 
 
 def test_a_size_without_a_known_price_is_named_and_left_out():

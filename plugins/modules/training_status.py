@@ -61,6 +61,14 @@ options:
     type: float
     default: 1.0
     version_added: 0.5.0
+  heartbeat:
+    description:
+      - Whether this call counts as the controller being heard from, for the node's idle guard (see
+        M(tfdist.cluster.idle_guard)). V(false) for a look by a person or a monitor (C(playbooks/status.yml)): looking
+        at a cluster whose job has ended must not keep its nodes up, and paid for, past the guard's idle time.
+    type: bool
+    default: true
+    version_added: 0.5.0
 extends_documentation_fragment:
   - tfdist.cluster.attributes
 attributes:
@@ -200,11 +208,14 @@ def main():
             probe_timeout=dict(type="float", default=2.0),
             wait=dict(type="float", default=0.0),
             wait_interval=dict(type="float", default=1.0),
+            heartbeat=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
-    _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
-    module.exit_json(changed=False, **_job_state.watch(**module.params))
+    params = dict(module.params)
+    if params.pop("heartbeat"):
+        _idle_guard.heartbeat()  # the controller is heard from (see the idle_guard module)
+    module.exit_json(changed=False, **_job_state.watch(**params))
 
 
 if __name__ == "__main__":

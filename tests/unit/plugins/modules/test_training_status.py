@@ -9,7 +9,7 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_status
 
 
@@ -158,3 +158,15 @@ def test_wait_does_not_hold_back_a_task_that_has_already_ended(probe, job):
     result = probe(tasks=[task], wait=30, wait_interval=0.2)
 
     assert result["waited"] < 1 and result["tasks"][0]["returncode"] == 0
+
+
+def test_a_look_without_heartbeat_leaves_the_idle_guards_clock_alone(probe, job, tmp_path, monkeypatch):
+    guard = tmp_path / "idle-guard"
+    guard.mkdir()
+    monkeypatch.setattr(_idle_guard, "guard_dir", lambda: str(guard))
+    task = job("worker-0", "sleep", "60")
+
+    probe(tasks=[task], work_dir=job.work_dir, heartbeat=False)
+    assert not (guard / _idle_guard.HEARTBEAT).exists()
+    probe(tasks=[task], work_dir=job.work_dir)
+    assert (guard / _idle_guard.HEARTBEAT).exists()

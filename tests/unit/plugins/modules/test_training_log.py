@@ -31,7 +31,8 @@ def task(tmp_path):
     (tmp_path / "program.py").write_text(PROGRAM)
 
     def start(count):
-        _supervisor.start(task_dir, "demo/worker-1", [sys.executable, str(tmp_path / "program.py"), str(count), go_file])
+        command = [sys.executable, str(tmp_path / "program.py"), str(count), go_file]
+        _supervisor.start(task_dir, "demo/worker-1", command)
         return task_dir
 
     start.go = lambda: open(go_file, "w").close()

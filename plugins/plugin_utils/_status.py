@@ -177,9 +177,25 @@ def cloud_only(audit, known):
     return [found[name] for name in sorted(found)]
 
 
+# A node the cloud's listing shows that the cluster's inventory source leaves out: it lists running nodes only.
+NOT_RUNNING = 'not running'
+
+
+def with_stopped_nodes(cluster, audit):
+    """The cluster with the nodes of it that the audit found and its inventory did not (powered off by the idle
+    guard, stopped, or on their way up or out), as nodes that do not answer."""
+    listed = set(node['name'] for node in cluster['nodes'])
+    more = sorted(set(resource.get('name') for resource in (audit or {}).get('resources') or []
+                      if resource.get('kind') == 'node' and resource.get('cluster') == cluster['name']
+                      and resource.get('name') and resource.get('name') not in listed))
+    return dict(cluster, nodes=cluster['nodes'] + [
+        dict(name=name, state=NOT_RUNNING, address=None, size=None, created_at=None, probe=None,
+             unreachable='the cloud lists it, not running') for name in more])
+
+
 def report(clusters, now, cloud=None, audit=None):
     """The whole report (status.json's content when one cluster is asked for, else every cluster's)."""
-    entries = [cluster_status(cluster, now) for cluster in clusters]
+    entries = [cluster_status(with_stopped_nodes(cluster, audit), now) for cluster in clusters]
     known = set(entry['name'] for entry in entries)
     return dict(schema_version=SCHEMA_VERSION, generated_at=round(now, 3), cloud=cloud, clusters=entries,
                 cloud_only=cloud_only(audit or {}, known) if audit is not None else [])
@@ -216,6 +232,9 @@ def lines(status, detail=False):
         for node in cluster['nodes']:
             out.append('  %s %s %s%s' % (node['name'], node['state'] or '?', node['address'] or '-',
                                          ' (no answer: %s)' % node['error'] if not node['reachable'] else ''))
+        if not cluster['nodes']:
+            stopped = '' if status['cloud'] else ' (-e cloud=NAME also lists the stopped ones)'
+            out.append('  no running node' + stopped)
         if cluster['ssh_config'] and cluster['nodes']:
             out.append('  ssh -F %s %s' % (cluster['ssh_config'], cluster['nodes'][0]['name']))
         if detail:

@@ -176,3 +176,20 @@ def test_a_node_that_did_not_answer_or_whose_call_failed_has_no_probe():
     assert failed["probe"] is None and failed["unreachable"] == "no python"
     never = node_input("demo-local", {"tfdist_cloud": "local"}, "training_status_result")
     assert never["unreachable"] == "not looked at" and never["state"] == "local"
+
+
+def test_the_clouds_stopped_nodes_of_a_known_cluster_are_shown_as_not_running():
+    audit = {"resources": [{"kind": "node", "cluster": "demo", "name": "demo-chief-0", "standing": "mine"},
+                           {"kind": "node", "cluster": "demo", "name": "demo-worker-0", "standing": "mine"},
+                           {"kind": "key pair", "cluster": "demo", "name": "tfdist-demo", "standing": "mine"}]}
+    report = valid(_status.report([cluster(node("demo-chief-0", probe(task("chief-0"), status=RUNNING)))], NOW,
+                                  cloud="aws", audit=audit))
+    assert [(n["name"], n["state"], n["reachable"]) for n in report["clusters"][0]["nodes"]] == [
+        ("demo-chief-0", "running", True), ("demo-worker-0", _status.NOT_RUNNING, False)]
+    assert report["cloud_only"] == []
+
+
+def test_a_cluster_without_running_nodes_says_so():
+    lines = _status.lines(valid(_status.report([cluster()], NOW)))
+    assert lines[0].startswith("demo (cloud=aws): job unknown")
+    assert lines[1] == "  no running node (-e cloud=NAME also lists the stopped ones)"

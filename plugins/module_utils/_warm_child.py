@@ -16,6 +16,10 @@ it runs wherever this package was imported from, a folder, a zip or a module's p
       group and runs the task in a child of its own, so that it can write that child's exit code, which only a
       parent can see.
 
+What ps and top show of these processes (set_title(), also used by _supervisor for itself): `tfdist warm MODULE...`
+while waiting, `tfdist warm host MODULE...` for a warm host, `tfdist leader of a warm task` for a forked Python that
+leads a task's group, and the task's own title (`tfdist CLUSTER/TASK`, sent with the task) once it runs.
+
 Standard library only and no imports of the collection: imported (never run) by _warm_start, which reads its source.
 Private to the collection (leading underscore): the API may change between releases.
 """

@@ -32,6 +32,12 @@ ARGUMENT_SPEC = {
     "leader_run": {"type": "str", "default": ""},
 }
 
+# summary.json's shape (docs/schemas/summary.schema.json): raised when a key changes meaning or goes away.
+SUMMARY_SCHEMA_VERSION = 1
+# The summary is written once the job ended well: a failed job stops the deploy before it (the run's outcome.json,
+# written by the outcome callback, names that one).
+SUMMARY_OUTCOME = "success"
+
 # matplotlib is optional (requirements.txt): without it the report says so, once per run, and how to get it.
 NO_MATPLOTLIB = ("matplotlib is not installed on the controller: no loss curve (loss.png) drawn; "
                  "`pip install matplotlib` draws it")
@@ -111,6 +117,8 @@ def report(params, warn):
         leader_run = leader_run or previous.get("leader_run", "")
     summary = dict(result)
     summary.update(
+        schema_version=SUMMARY_SCHEMA_VERSION,
+        outcome=SUMMARY_OUTCOME,
         cluster=params["cluster"],
         cloud=params["cloud"],
         seconds=seconds,

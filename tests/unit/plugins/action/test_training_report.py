@@ -5,10 +5,14 @@ import json
 import os
 import sys
 
+import jsonschema
 import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.tfdist.cluster.plugins.action import training_report
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._outcome import OUTCOMES
+
+SUMMARY_SCHEMA = os.path.join(os.path.dirname(__file__), *[os.pardir] * 4, "docs", "schemas", "summary.schema.json")
 
 
 @pytest.fixture
@@ -85,3 +89,10 @@ def test_without_matplotlib_the_summary_is_written_and_the_report_says_how_to_dr
     assert result["changed"] and json.loads((finished_run / "summary.json").read_text())["steps"] == 300
     assert result["loss_curve_path"] == "" and not (finished_run / "loss.png").exists()
     assert warnings == [training_report.NO_MATPLOTLIB] and "`pip install matplotlib`" in warnings[0]
+
+
+def test_the_summary_has_its_schema_version_and_outcome_and_matches_its_schema(report, finished_run):
+    summary = json.loads((finished_run / report()["summary_path"]).read_text())
+    assert summary["schema_version"] == 1 and summary["outcome"] == "success" and "success" in OUTCOMES
+    with open(SUMMARY_SCHEMA) as handle:
+        jsonschema.validate(summary, json.load(handle))

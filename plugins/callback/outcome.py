@@ -20,7 +20,9 @@ description:
     V(spot_capacity), V(size_unavailable), V(unknown)); V(training_failed) (the job failed); V(leak) (the audit found
     orphans); or V(error) (any other failure, Ansible's own included). The first classified failure of a failed run
     names it.
-  - A run that did not fail is V(success) unless a play set the fact C(tfdist_outcome) (the audit sets V(leak)).
+  - A run that did not fail is V(success) unless a play set the fact C(tfdist_outcome) (the audit sets V(leak)); a
+    failed run with no classified failure is the outcome a play set before it (destroy sets V(leak) when something of
+    the cluster is left), else V(error).
   - From its first play to its end the file says V(error) (the run has not ended), so a run killed on the way leaves
     no earlier success behind. A run that stops before its first play (a playbook that does not parse) writes none.
   - Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own, add it to C(callbacks_enabled).

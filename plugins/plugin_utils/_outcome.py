@@ -32,7 +32,8 @@ BAD_INPUT_ACTIONS = frozenset((
 ))
 TRAINING_ACTIONS = frozenset(("tfdist.cluster.training_watch",))
 
-# The fact a play sets to name an outcome of a run that did not fail (the audit's leak).
+# The fact a play sets to name its outcome: a run that did not fail (the audit's leak), or what fails next (destroy's
+# check that nothing of the cluster is left).
 OUTCOME_FACT = "tfdist_outcome"
 
 
@@ -75,7 +76,7 @@ class Tally:
     def __init__(self):
         self.first = None  # (outcome, refusal, message) of the first classified failure
         self.first_error = None  # the message of the first failure no class names
-        self.declared = None  # an outcome a play named with the tfdist_outcome fact
+        self.declared = None  # an outcome a play named with the tfdist_outcome fact (the audit's or destroy's leak)
 
     def failed(self, action, result):
         outcome = failure_class(action, result)
@@ -97,4 +98,5 @@ class Tally:
         if self.first is not None:
             outcome, refusal, message = self.first
             return record(outcome, refusal, message, playbook)
-        return record("error", message=self.first_error or "", playbook=playbook)
+        # A play may name what fails next (destroy's check that nothing of the cluster is left: a leak).
+        return record(self.declared or "error", message=self.first_error or "", playbook=playbook)

@@ -122,3 +122,20 @@ def test_an_orphan_left_by_the_audit_is_the_outcome_leak(tmp_path, ec2_emulator)
     assert result.returncode == 0 and outcome["outcome"] == "success", tail(result)
     assert valid(audit_file, "audit")["orphans_removed"]
     assert cluster_instances(ec2, cluster, LIVE_STATES) == {}
+
+
+def test_a_destroy_that_leaves_something_of_the_cluster_is_the_outcome_leak(tmp_path, ec2_emulator, aws_cluster):
+    ec2 = ec2_emulator.boto3_client()
+    made = run_playbook("playbooks/provision.yml", *aws_settings(ec2_emulator, aws_cluster), "tf_workers=1", "tf_ps=0",
+                        "tf_strategy=multi_worker_mirrored", env=ec2_emulator.env)
+    assert made.returncode == 0, tail(made)
+    # A disk tagged for the cluster that outlived its node: destroy leaves it and says so.
+    volume = ec2.create_volume(Size=1, AvailabilityZone=f"{ec2_emulator.region}a", TagSpecifications=[
+        {"ResourceType": "volume", "Tags": [{"Key": "tfdist_cluster", "Value": aws_cluster}]}])["VolumeId"]
+    try:
+        result, outcome = run(tmp_path, "playbooks/destroy.yml", "cloud=aws", f"cluster_name={aws_cluster}",
+                              env=ec2_emulator.env)
+        assert result.returncode == 2, tail(result)
+        assert outcome["outcome"] == "leak" and f"volume {volume}" in outcome["message"], outcome
+    finally:
+        ec2.delete_volume(VolumeId=volume)

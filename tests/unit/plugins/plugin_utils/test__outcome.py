@@ -79,6 +79,16 @@ def test_a_play_names_the_outcome_of_a_run_that_did_not_fail():
         tally.declare("leaky")
 
 
+def test_a_play_names_what_fails_next_but_not_a_classified_failure():
+    tally = Tally()
+    tally.declare("leak")  # destroy: something of the cluster is left
+    tally.failed("ansible.builtin.fail", {"msg": "cluster c: 1 resource(s) of it are left on cloud=aws: volume vol-1."})
+    assert valid(tally.result(run_failed=True))["outcome"] == "leak"
+    assert tally.result(run_failed=True)["message"].startswith("cluster c: 1 resource(s)")
+    tally.failed("tfdist.cluster.libcloud_node", {"msg": "AWS refused", "refusal": "credentials"})
+    assert tally.result(run_failed=True)["outcome"] == "cloud_refused"
+
+
 def test_an_unknown_outcome_is_refused():
     with pytest.raises(ValueError, match="unknown outcome 'ok' .one of success, bad_input"):
         record("ok")

@@ -27,7 +27,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import ST
 # The settings the rules read, each passed by the task as the command line gave it.
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
-            "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_stall_minutes", "tf_worker_loss", "tf_script",
+            "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_budget", "tf_stall_minutes", "tf_worker_loss", "tf_script",
             "tf_script_interface", "tf_hdfs", "tf_stage_data", "tf_data", "tf_tensorboard", "tf_ssh_from",
             "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras", "tf_env",
             "tf_ssh_key")
@@ -44,6 +44,7 @@ ARGUMENT_SPEC = {
 
 WHOLE_NUMBER = re.compile(r"^-?[0-9]+$")
 MINUTES = re.compile(r"^[0-9]*[.]?[0-9]+$")
+DOLLARS = MINUTES  # the same shape: 12, 7.50, .5
 
 # What the command line may say against a RADL file: (field, the RADL's key, where the file says it).
 RADL_FIELDS = (
@@ -134,6 +135,9 @@ def choice_errors(s):
     why = deadline_error(text(s["tf_deadline"]))
     if why:
         yield "tf_deadline: %s" % why
+    if not budget_ok(text(s["tf_budget"])):
+        yield ("tf_budget: must be a number of US dollars the run may cost, more than 0 (empty: no budget), got '%s'"
+               % text(s["tf_budget"]))
     if s["tf_worker_loss"] not in ("fail", "tolerate"):
         yield "tf_worker_loss: must be fail or tolerate, got '%s'" % text(s["tf_worker_loss"])
     if s["image"] not in ("stock", "baked"):
@@ -268,6 +272,11 @@ def deadline_error(deadline):
     except ValueError as error:
         return str(error)
     return "" if seconds > 0 else "must be longer than 0 (leave it empty for no deadline), got '%s'" % deadline
+
+
+def budget_ok(budget):
+    """Whether tf_budget is a positive number of dollars (12, 7.50) or empty (no budget)."""
+    return not budget or bool(DOLLARS.match(budget)) and float(budget) > 0
 
 
 def compile_error(path):

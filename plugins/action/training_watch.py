@@ -28,6 +28,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._failures import fa
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_MODE
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import (
     Frozen, Progress, Silence, clock_time, format_duration, frozen_message, parse_duration, stall_message)
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_seconds
 
 display = Display()
 
@@ -41,6 +42,10 @@ ARGUMENT_SPEC = {
     # A duration (2h, 90m, 1h30m): past deadline_from + deadline the job is stopped. '' : none.
     "deadline": {"type": "str", "default": ""},
     "deadline_from": {"type": "float"},
+    # US dollars the run may cost, and what the cluster costs an hour (0: none, unknown): the budget is another
+    # deadline, the time the price takes to reach it.
+    "budget": {"type": "float", "default": 0.0},
+    "price_per_hour": {"type": "float", "default": 0.0},
     "stall_seconds": {"type": "float", "default": 900.0},
     "unreachable_grace": {"type": "float", "default": 60.0},
     "progress_every": {"type": "float", "default": 2.0},
@@ -51,6 +56,17 @@ ARGUMENT_SPEC = {
     "strategy": {"type": "str", "default": "parameter_server"},
     "stop_file": {"type": "path", "default": ""},
 }
+
+
+def earliest_limit(deadline, budget, price_per_hour):
+    """(seconds the job may run, 'deadline' or 'budget'): a budget is another deadline, the time the cluster's price
+    an hour takes to reach it; the earlier of the two stops the job. (None, 'deadline'): neither."""
+    by_budget = budget_seconds(budget, price_per_hour)
+    if by_budget is not None and (deadline is None or by_budget < deadline):
+        return by_budget, "budget"
+    return deadline, "deadline"
+
+
 # The key of this host's own connection in a Silence (the others are HOST:PORT addresses).
 CONNECTION = "connection"
 # How long after the deadline the watch of a host without the leader waits for the leader's host to stop the job
@@ -222,6 +238,7 @@ class ActionModule(ActionBase):
             deadline = parse_duration(args["deadline"]) if args["deadline"] else None
         except ValueError as error:
             raise AnsibleActionFail(f"deadline: {error}") from error
+        deadline, limit = earliest_limit(deadline, args["budget"], args["price_per_hour"])
         # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
         watches_leader = leading["host"] == host
         probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_leader else {}
@@ -399,10 +416,15 @@ class ActionModule(ActionBase):
 
             if deadline_at is not None and now >= deadline_at + (0 if watches_leader else DEADLINE_SLACK):
                 where = f" at {format_progress(status)}" if status else ""
-                result.update(failed=True, deadline_reached=True,
+                result.update(failed=True, deadline_reached=True, limit=limit,
                               msg=f"the job reached its deadline ({format_duration(deadline)} after "
                                   f"{clock_time(deadline_at - deadline)}) and was stopped{where}. It keeps its latest "
                                   "checkpoint: a later deploy with a later deadline resumes from it.")
+                if limit == "budget":
+                    result["msg"] = (f"stopped: budget (${args['budget']:.2f} at ${args['price_per_hour']:.4g}/h, "
+                                     f"spent {format_duration(deadline)} after {clock_time(deadline_at - deadline)})"
+                                     f"{where}. It keeps its latest checkpoint: a later deploy with a larger budget "
+                                     "resumes from it.")
                 return result
             if args["timeout"] and elapsed > args["timeout"]:
                 result.update(failed=True, detached=True,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_check
 
 
 def tf_tasks(hostvars, hosts=None, default_port=_cluster.DEFAULT_PORT, groups=None, cluster_group=None, role_groups=None):
@@ -118,6 +120,10 @@ def tf_node_specs(profile_nodes, overrides, source=None, images=None):
         where = 'libcloud_nodes.%s' % role
         override = overrides.get(role) or {}
         wanted = dict((key, override[key]) for key in _CONSTRAINT_KEYS if override.get(key))
+        if override.get('size') or wanted:
+            # The profile's price is its size's: another size (or one chosen from constraints) has another price.
+            if override.get('size') != spec.get('size'):
+                spec.pop('price_per_hour', None)
         if override.get('size'):
             spec['size'], constraints = override['size'], {}
         elif wanted:
@@ -147,7 +153,9 @@ def tf_plan_line(role_spec, plan, nodes):
     if todo.get('spot'):
         line += ', spot'
     if todo.get('price'):
-        line += ', $%g/h each' % todo['price']
+        # Where the price comes from, unless it is libcloud's list (the usual case).
+        source = todo.get('price_source')
+        line += ', $%g/h each%s' % (todo['price'], ' (%s)' % source if source and source != 'list' else '')
     running = [n['name'] for n in nodes if n.get('role') == role]
     parts = []
     if running:
@@ -159,6 +167,19 @@ def tf_plan_line(role_spec, plan, nodes):
     if todo.get('size_reason'):
         parts.append('size ' + todo['size_reason'])
     return line + (': ' + '; '.join(parts) if parts else '')
+
+
+def tf_budget_check(cost, budget, deadline='', fields=('budget', 'deadline')):
+    """{error, warning} of the plan's cost (libcloud_node's) against a budget in dollars over a deadline (2h, 90m);
+    each '' when there is none to give. `fields` names the budget and the deadline in the messages."""
+    if budget in (None, '') or cost is None:
+        return dict(error='', warning='')
+    try:
+        hours = parse_duration(deadline) / 3600.0 if deadline else None
+    except ValueError as e:
+        raise AnsibleFilterError('%s: %s' % (fields[1], e))
+    error, warning = budget_check(cost, float(budget), hours, fields[0], fields[1], deadline)
+    return dict(error=error, warning=warning)
 
 
 class FilterModule:
@@ -180,4 +201,5 @@ class FilterModule:
             'tf_cluster_name_error': tf_cluster_name_error,
             'tf_node_specs': tf_node_specs,
             'tf_plan_line': tf_plan_line,
+            'tf_budget_check': tf_budget_check,
         }

@@ -102,10 +102,44 @@ def hourly_price(size):
     return float(size.price) if size is not None and priced(size) else None
 
 
-def cluster_cost(roles):
-    """What a cluster costs an hour, from [{role, count, size, price, spot}] (price per node, None: unknown).
+# Where a role's price comes from: libcloud's price list (its bundled one, or the one the user fetched with
+# libcloud.pricing.download_pricing_file), or the role's own price_per_hour (the cloud profile's), which wins.
+FROM_LIST = 'list'
+FROM_PROFILE = 'profile'
 
-    {per_hour, spot_per_hour, nodes, spot_nodes, unpriced, summary}: per_hour sums the known list prices (on-demand
+
+def role_price(size, price_per_hour=None, field='price_per_hour'):
+    """(price of one node an hour, where it comes from): the role's price_per_hour over libcloud's list price of its
+    size; (None, None) when neither knows one. TfdistCloudError naming `field` for a price_per_hour that is no
+    positive number."""
+    if price_per_hour not in (None, ''):
+        try:
+            price = float(price_per_hour)
+        except (TypeError, ValueError):
+            price = 0
+        if isinstance(price_per_hour, bool) or not price > 0:
+            raise TfdistCloudError('%s: must be a price in dollars an hour, more than 0, got %r' % (field, price_per_hour))
+        return price, FROM_PROFILE
+    price = hourly_price(size)
+    return (price, FROM_LIST) if price is not None else (None, None)
+
+
+def price_list():
+    """The price list libcloud reads: its own bundled one ('' here), or the path of the one the user fetched with
+    libcloud.pricing.download_pricing_file(), which libcloud reads instead from ~/.libcloud/pricing.json."""
+    try:
+        from libcloud import pricing
+        path = pricing.get_pricing_file_path()
+    except Exception:  # no libcloud: no list at all
+        return ''
+    return '' if path == pricing.DEFAULT_PRICING_FILE_PATH else path
+
+
+def cluster_cost(roles):
+    """What a cluster costs an hour, from [{role, count, size, price, spot, price_source}] (price per node, None:
+    unknown; price_source FROM_LIST, the default, or FROM_PROFILE).
+
+    {per_hour, spot_per_hour, nodes, spot_nodes, unpriced, summary}: per_hour sums the known prices (on-demand
     prices: spot capacity is billed less, at the cloud's current spot price), spot_per_hour is the part of it on spot
     nodes, unpriced the sizes without a known price; summary is the plan's line.
     """
@@ -115,7 +149,13 @@ def cluster_cost(roles):
     nodes = sum(entry['count'] for entry in roles)
     spot_nodes = sum(entry['count'] for entry in roles if entry['spot'])
     unpriced = sorted(set(str(entry['size']) for entry in roles if entry['price'] is None))
+    from_profile = [entry['role'] for entry in roles
+                    if entry['price'] is not None and entry.get('price_source') == FROM_PROFILE]
     summary = 'cost: $%.4g/h for %d node%s at list prices' % (per_hour, nodes, '' if nodes == 1 else 's')
+    if price_list():
+        summary += ' of %s' % price_list()
+    if from_profile:
+        summary += ', %s nodes priced by the profile' % ', '.join(from_profile)
     if unpriced:
         summary += ', not counting %s (no price known)' % ', '.join(unpriced)
     if spot_nodes:
@@ -123,6 +163,37 @@ def cluster_cost(roles):
         summary += '; spot: %d of %d nodes%s, billed at the lower spot price' % (spot_nodes, nodes, share)
     return dict(per_hour=round(per_hour, 6), spot_per_hour=round(spot_per_hour, 6), nodes=nodes,
                 spot_nodes=spot_nodes, unpriced=unpriced, summary=summary)
+
+
+def budget_check(cost, budget, hours, budget_field='budget', hours_field='deadline', hours_text=None):
+    """(error, warning) of a plan against a budget in dollars per run, each '' when there is none to give.
+
+    `cost` is cluster_cost()'s, `hours` how long the job may run (None: no limit). Error: the plan's price over the
+    run passes the budget (both figures named). Warning: what cannot be checked (no limit, or sizes of no known
+    price); the deploy goes on then, and the watch stops the job once its known price reaches the budget.
+    """
+    if not budget:
+        return '', ''
+    per_hour = cost['per_hour']
+    unpriced = ' (not counting %s: no price known)' % ', '.join(cost['unpriced']) if cost['unpriced'] else ''
+    if hours and per_hour * hours > budget:
+        return ('%s: the plan costs $%.4g/h%s; with %s=%s that is $%.2f, over the budget of $%.2f'
+                % (budget_field, per_hour, unpriced, hours_field, hours_text or '%gh' % hours, per_hour * hours,
+                   budget)), ''
+    if cost['unpriced']:
+        return '', ('%s: cannot check the plan against the budget of $%.2f: no price is known for %s (give the role '
+                    'a price_per_hour in the cloud profile)' % (budget_field, budget, ', '.join(cost['unpriced'])))
+    if not hours:
+        return '', ('%s: the plan costs $%.4g/h; without %s the run has no end to price it by: the job is stopped '
+                    'once it has cost the budget of $%.2f' % (budget_field, per_hour, hours_field, budget))
+    return '', ''
+
+
+def budget_seconds(budget, per_hour):
+    """How long a job may run before its price reaches the budget (seconds), None without a budget or a price."""
+    if not budget or not per_hour:
+        return None
+    return 3600.0 * budget / per_hour
 
 
 def _rank(pair):

@@ -38,6 +38,7 @@ options:
       - The command line's values, as the playbooks' variables hold them - C(cloud), C(tf_chief), C(tf_workers), C(tf_ps),
         C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
         C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes), C(tf_deadline),
+        C(tf_budget),
         C(tf_stall_minutes), C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
         C(tf_tensorboard), C(tf_ssh_from), C(tf_ssh_from_any), C(tf_hdfs_ports), C(teardown), C(image),
         C(tf_keras), C(tf_env), C(tf_ssh_key).

@@ -132,6 +132,15 @@ options:
         type: bool
         default: false
         version_added: 0.5.0
+      price_per_hour:
+        description:
+          - The price of one of this role's nodes an hour, in US dollars, for RV(plan) and RV(cost). It wins over the
+            price in libcloud's price list, which lacks many sizes (for example EC2's C(m5.xlarge) in libcloud 3.9).
+          - Without it the price comes from libcloud's list, its bundled one or the newer one fetched with
+            C(libcloud.pricing.download_pricing_file()) into C(~/.libcloud/pricing.json), which libcloud reads instead.
+          - More than 0; the plan fails naming C(roles[N].price_per_hour) otherwise.
+        type: float
+        version_added: 0.5.0
   wait:
     description: Wait until new nodes are running and have an address of the O(address) kind.
     type: bool
@@ -418,7 +427,8 @@ plan:
     - For a role whose size comes from O(roles[].constraints), also C(size), the size chosen, and
       C(size_reason), why (version 0.5.0).
     - With O(state=present), for every role, C(spot), whether its new nodes are spot nodes, and C(price), the price of
-      one node an hour as libcloud's size knows it (its on-demand list price; null when unknown) (version 0.5.0).
+      one node an hour (null when unknown), and C(price_source), where that price comes from, V(profile) (the role's
+      O(roles[].price_per_hour)) or V(list) (libcloud's on-demand list price of its size) (version 0.5.0).
   returned: always
   type: dict
   sample:
@@ -429,16 +439,18 @@ plan:
       size_reason: "g4dn.xlarge: 4 vCPUs, 16 GiB, 1 GPU, $0.526/h: the cheapest of 39 x86_64 sizes with gpu.count >= 1"
       spot: true
       price: 0.526
+      price_source: list
 cost:
   description:
-    - What the wanted cluster costs an hour at the list prices libcloud knows for its sizes (on-demand prices; spot
-      nodes are billed at the cloud's lower, changing spot price), for the roles in O(roles) with nodes.
+    - What the wanted cluster costs an hour at the roles' O(roles[].price_per_hour), else at the list prices libcloud
+      knows for their sizes (on-demand prices; spot nodes are billed at the cloud's lower, changing spot price), for
+      the roles in O(roles) with nodes.
   returned: with O(state=present)
   type: dict
   version_added: 0.5.0
   contains:
     per_hour:
-      description: The sum of count times price of the roles whose size has a known price, in US dollars.
+      description: The sum of count times price of the roles with a known price, in US dollars.
       type: float
       sample: 2.63
     spot_per_hour:
@@ -523,7 +535,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
 )
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import is_own
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import Attempt
-from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, hourly_price
+from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import check_constraints, cluster_cost, has_constraints, role_price
 
 WAIT_PERIOD = 3
 # A node's SSH port is tried again after FIRST_PORT_POLL seconds, then twice as long each time up to PORT_POLL: a
@@ -606,9 +618,10 @@ def spot_roles(driver, roles):
 
 
 def role_prices(roles, sizes, chosen):
-    """{role: price of one node an hour, or None} for the roles with nodes (from the listed sizes)."""
+    """{role: (price of one node an hour, where it comes from)} for the roles with nodes: the role's price_per_hour,
+    else the listed size's ((None, None): neither knows)."""
     prices = {}
-    for spec in roles:
+    for n, spec in enumerate(roles):
         if spec['count'] < 1:
             continue
         size = (chosen.get(spec['role']) or {}).get('size')
@@ -617,7 +630,8 @@ def role_prices(roles, sizes, chosen):
                 size = find_by_id_or_name(sizes, spec['size'], 'size')
             except TfdistCloudError:
                 size = None  # reported as the size's own error when nodes must be created
-        prices[spec['role']] = hourly_price(size)
+        prices[spec['role']] = role_price(size, spec['price_per_hour'],
+                                          'roles[%d].price_per_hour (%s nodes)' % (n, spec['role']))
     return prices
 
 
@@ -905,9 +919,11 @@ class ClusterNodes:
         if present:
             prices = role_prices(params['roles'], sizes, chosen)
             for spec in params['roles']:
-                result['plan'][spec['role']].update(spot=spec['role'] in spot, price=prices.get(spec['role']))
+                price, source = prices.get(spec['role'], (None, None))
+                result['plan'][spec['role']].update(spot=spec['role'] in spot, price=price, price_source=source)
             result['cost'] = cluster_cost([dict(role=spec['role'], count=spec['count'], spot=spec['role'] in spot,
-                                                price=prices.get(spec['role']),
+                                                price=result['plan'][spec['role']]['price'],
+                                                price_source=result['plan'][spec['role']]['price_source'],
                                                 size=chosen[spec['role']]['size'].id if spec['role'] in chosen else spec['size'])
                                            for spec in params['roles']])
         if self.module._diff:
@@ -945,6 +961,7 @@ ARGUMENT_SPEC = dict(
         location=dict(type='str'),
         create_args=dict(type='dict', default={}),
         spot=dict(type='bool', default=False),
+        price_per_hour=dict(type='float'),
     )),
     wait=dict(type='bool', default=True),
     wait_timeout=dict(type='int', default=600),

@@ -68,6 +68,19 @@ options:
     description: When the O(deadline) starts, in seconds since the epoch (the job's first launch); default now.
     type: float
     version_added: 0.5.0
+  budget:
+    description:
+      - US dollars the run may cost; V(0), the default, for none. With O(price_per_hour) it is another deadline, the
+        time the price takes to reach the budget (from O(deadline_from)); the earlier of the two stops the job the same
+        way, and RV(limit) says which.
+    type: float
+    default: 0.0
+    version_added: 0.5.0
+  price_per_hour:
+    description: What the cluster costs an hour, in US dollars; V(0), the default, when unknown (no budget then).
+    type: float
+    default: 0.0
+    version_added: 0.5.0
   stall_seconds:
     description:
       - A job that makes no progress for this long is lost, as a task that died is, and the watch fails naming it
@@ -203,9 +216,14 @@ progressed:
   type: bool
   version_added: 0.5.0
 deadline_reached:
-  description: The watch stopped the job at its O(deadline).
+  description: The watch stopped the job at its O(deadline), or at the deadline its O(budget) gives.
   returned: failure
   type: bool
+  version_added: 0.5.0
+limit:
+  description: Which limit stopped the job, V(deadline) or V(budget) (the message then starts with C(stopped) and the budget).
+  returned: with RV(deadline_reached)
+  type: str
   version_added: 0.5.0
 detached:
   description: The watch stopped following at its O(timeout); the job goes on.

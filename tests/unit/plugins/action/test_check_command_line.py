@@ -11,7 +11,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._storage import sto
 DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", "tf_evaluators": "0",
             "tf_train_steps": "2000", "tf_batch_size": "64", "tf_port_base": "2222", "tf_tensorboard_port": "6006",
             "tf_max_restarts": "3", "tf_chief_name": "chief", "tf_strategy": "parameter_server", "tf_spot": "False",
-            "tf_restart": "never", "tf_idle_minutes": "30", "tf_deadline": "", "tf_stall_minutes": "15",
+            "tf_restart": "never", "tf_idle_minutes": "30", "tf_deadline": "", "tf_budget": "", "tf_stall_minutes": "15",
             "tf_worker_loss": "fail", "tf_script": "",
             "tf_script_interface": "tf_config", "tf_hdfs": False, "tf_stage_data": "", "tf_data": "builtin:digits",
             "tf_tensorboard": False, "tf_keras": False, "tf_env": {}, "tf_ssh_from": [], "tf_ssh_from_any": False,
@@ -62,6 +62,10 @@ def test_the_defaults_break_no_rule():
     ({"tf_stall_minutes": "-1"}, "tf_stall_minutes: must be a number of minutes >= 0"),
     ({"tf_deadline": "abc"}, "tf_deadline: expected a duration such as 90s, 45m, 2h, 1d or 1h30m, got 'abc'"),
     ({"tf_deadline": "0m"}, "tf_deadline: must be longer than 0 (leave it empty for no deadline), got '0m'"),
+    ({"tf_budget": "0"}, "tf_budget: must be a number of US dollars the run may cost, more than 0 (empty: no budget), "
+                         "got '0'"),
+    ({"tf_budget": "$5"}, "tf_budget: must be a number of US dollars the run may cost, more than 0 (empty: no budget), "
+                          "got '$5'"),
     ({"tf_worker_loss": "ignore"}, "tf_worker_loss: must be fail or tolerate, got 'ignore'"),
     ({"image": "latest"}, "image: must be stock (the cloud profile's images) or baked (those playbooks/image.yml baked), got 'latest'"),
     ({"tf_strategy": "multi_worker_mirrored", "tf_ps": "2"}, "tf_ps: multi_worker_mirrored uses no parameter servers"),
@@ -139,6 +143,7 @@ def test_a_key_of_your_own_is_a_private_key_ssh_takes_as_it_is(tmp_path):
 def test_durations_and_minutes_that_are_fine():
     assert error_of(tf_deadline="90m", tf_stall_minutes="0.5", tf_idle_minutes="0") == ""
     assert error_of(tf_deadline="1h30m", tf_idle_minutes="1") == ""
+    assert error_of(tf_budget="7.50") == "" and error_of(tf_budget="5") == ""
 
 
 def test_the_command_line_and_the_radl_file_agree():

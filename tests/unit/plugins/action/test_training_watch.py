@@ -1,4 +1,5 @@
-from ansible_collections.tfdist.cluster.plugins.action.training_watch import ActionModule, describe_failure, died, this_run, unanswered
+from ansible_collections.tfdist.cluster.plugins.action.training_watch import (
+    ActionModule, describe_failure, died, earliest_limit, this_run, unanswered)
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import Frozen, Progress
 
 
@@ -78,3 +79,13 @@ def test_a_leader_that_said_done_is_not_stalled_while_it_exits():
     # Without the word "done", the same silence is a stall.
     [(task, why)] = stalls({"chief-0": leader}, leader, last_step, True, progress, frozen, 1030.0, "h")
     assert task["name"] == "chief-0" and why.startswith("stalled at step 10000/10000: no step for 30s")
+
+
+def test_a_budget_is_another_deadline_and_the_earlier_stops_the_job():
+    # $5.00 at $2.50/h lasts 2h: before a 3h deadline, after a 1h one.
+    assert earliest_limit(3 * 3600.0, 5.0, 2.5) == (7200.0, "budget")
+    assert earliest_limit(3600.0, 5.0, 2.5) == (3600.0, "deadline")
+    assert earliest_limit(None, 5.0, 2.5) == (7200.0, "budget")
+    # No price known (a size without one, or cloud=local): the budget cannot stop the job.
+    assert earliest_limit(None, 5.0, 0.0) == (None, "deadline")
+    assert earliest_limit(3600.0, 0.0, 2.5) == (3600.0, "deadline")

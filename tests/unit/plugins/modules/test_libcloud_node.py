@@ -72,7 +72,7 @@ def test_scale_down_removes_highest_indexes(run, cloud):
     assert names(result["removed"]) == ["tfdist-worker-2", "tfdist-worker-3"]
     assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
     assert result["plan"]["worker"] == {"to_create": [], "to_remove": ["tfdist-worker-3", "tfdist-worker-2"],
-                                        "spot": False, "price": 4.0}
+                                        "spot": False, "price": 4.0, "price_source": "list"}
 
 
 def test_scale_up_fills_the_lowest_free_index(run, cloud):
@@ -100,14 +100,34 @@ def test_check_mode_plans_and_changes_nothing(run, cloud):
     result = run(check_mode=True, diff=True, roles=roles(chief=1, worker=1))
 
     assert result["changed"] is True
-    assert result["plan"] == {"chief": {"to_create": ["tfdist-chief-0"], "to_remove": [], "spot": False, "price": 4.0},
-                              "worker": {"to_create": [], "to_remove": ["tfdist-worker-1"], "spot": False, "price": 4.0}}
+    assert result["plan"] == {"chief": {"to_create": ["tfdist-chief-0"], "to_remove": [], "spot": False, "price": 4.0,
+                                        "price_source": "list"},
+                              "worker": {"to_create": [], "to_remove": ["tfdist-worker-1"], "spot": False, "price": 4.0,
+                                         "price_source": "list"}}
     assert result["cost"]["summary"] == "cost: $8/h for 2 nodes at list prices"
     assert result["created"] == [] and result["removed"] == []
     assert cloud.names() == ["tfdist-worker-0", "tfdist-worker-1"]
     assert names(result["nodes"]) == ["tfdist-worker-0", "tfdist-worker-1"]
     assert result["diff"] == {"before": {"nodes": ["tfdist-worker-0", "tfdist-worker-1"]},
                               "after": {"nodes": ["tfdist-chief-0", "tfdist-worker-0"]}}
+
+
+def test_a_roles_price_per_hour_wins_over_the_list_price_and_the_plan_says_so(run, cloud):
+    priced = [dict(roles(chief=1)[0], price_per_hour=0.5), roles(worker=2)[0]]
+
+    result = run(check_mode=True, roles=priced)
+
+    assert (result["plan"]["chief"]["price"], result["plan"]["chief"]["price_source"]) == (0.5, "profile")
+    assert (result["plan"]["worker"]["price"], result["plan"]["worker"]["price_source"]) == (4.0, "list")
+    assert result["cost"]["per_hour"] == 8.5
+    assert result["cost"]["summary"] == "cost: $8.5/h for 3 nodes at list prices, chief nodes priced by the profile"
+
+
+def test_a_price_per_hour_of_0_is_refused_naming_the_role(run, cloud):
+    result = run(check_mode=True, roles=[dict(roles(chief=1)[0], price_per_hour=0)])
+
+    assert result["failed"] is True
+    assert result["msg"].startswith("roles[0].price_per_hour (chief nodes): must be a price in dollars an hour")
 
 
 def test_absent_removes_every_node_of_the_cluster_only(run, cloud):

@@ -31,7 +31,7 @@ def test_check_mode_plans_the_cheapest_fitting_size_and_says_why(run, cloud):
     assert result["plan"]["worker"] == {
         "to_create": ["tfdist-worker-0", "tfdist-worker-1"], "to_remove": [], "size": "2",
         "size_reason": "Medium: vCPUs unknown, 0.5 GiB, GPUs unknown, $8/h: the cheapest of 3 x86_64 sizes "
-                       "with memory.size >= 500mi", "spot": False, "price": 8.0}
+                       "with memory.size >= 500mi", "spot": False, "price": 8.0, "price_source": "list"}
 
 
 def test_nodes_get_the_chosen_size_and_a_rerun_still_shows_it(run, cloud):

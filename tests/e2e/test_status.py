@@ -1,5 +1,6 @@
-"""playbooks/status.yml on cloud=local: a finished job's nodes and steps, the step moving while a job trains, and
-nothing of the cluster once it is destroyed; every status.json checked against its JSON Schema."""
+"""playbooks/status.yml: on cloud=local a finished job's nodes and steps, the step moving while a job trains, and
+nothing of the cluster once it is destroyed; on cloud=docker one answer per node over SSH, and a stopped node named
+from the cloud's listing. Every status.json checked against its JSON Schema."""
 
 import json
 import os
@@ -9,14 +10,15 @@ import jsonschema
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
 from ansible_cli import REPO, run_playbook, start_playbook, tail
+from docker_engine import cluster_containers
 from processes import free_port_block, wait_until
 
 SCHEMA = os.path.join(REPO, "docs", "schemas", "status.schema.json")
 
 
-def status(cluster_name):
+def status(cluster_name, *extra_vars):
     """Run status.yml for the cluster: (its output, its status.json as validated against the schema)."""
-    run = run_playbook("playbooks/status.yml", f"cluster_name={cluster_name}")
+    run = run_playbook("playbooks/status.yml", f"cluster_name={cluster_name}", *extra_vars)
     assert run.returncode == 0, tail(run)
     report = read_json(os.path.join(REPO, "artifacts", cluster_name, "status.json"))
     with open(SCHEMA) as handle:
@@ -72,3 +74,30 @@ def test_status_shows_the_job_finished_then_training_then_nothing_after_destroy(
     assert "no tfdist cluster known here" in run.stdout, tail(run)
     # The status.json a pipeline reads says so too, rather than what the cluster was.
     assert read_json(os.path.join(REPO, "artifacts", cluster_name, "status.json"))["clusters"] == []
+
+
+def test_status_of_docker_nodes_over_ssh_and_of_a_stopped_one(engine, docker_cluster):
+    name = docker_cluster
+    deployed = run_playbook("playbooks/deploy.yml", "cloud=docker", f"cluster_name={name}", "tf_workers=1", "tf_ps=1",
+                            "tf_train_steps=100")
+    assert deployed.returncode == 0, tail(deployed)
+
+    output, report = status(name)
+    [cluster] = report["clusters"]
+    nodes = {node["name"]: node for node in cluster["nodes"]}
+    assert {node: entry["tasks"] for node, entry in nodes.items()} == {
+        f"{name}-chief-0": ["chief-0"], f"{name}-worker-0": ["worker-0"], f"{name}-ps-0": ["ps-0"]}
+    assert all(entry["reachable"] and entry["state"] == "running" and entry["address"] for entry in nodes.values())
+    assert (cluster["job"]["state"], cluster["job"]["step"], cluster["job"]["target_steps"]) == ("done", 100, 100)
+    # Docker's sizes have no list price: named, not counted.
+    assert cluster["cost"]["per_hour"] == 0 and cluster["cost"]["unpriced"], cluster["cost"]
+    assert "not counting" in output, output
+
+    # A node powered off (as its idle guard does) leaves the inventory; the cloud's listing still names it.
+    [worker] = [c for c in cluster_containers(engine, name) if c.name == f"{name}-worker-0"]
+    worker.stop(timeout=5)
+    output, report = status(name, "cloud=docker")
+    nodes = {node["name"]: node for node in report["clusters"][0]["nodes"]}
+    assert (nodes[f"{name}-worker-0"]["state"], nodes[f"{name}-worker-0"]["reachable"]) == ("not running", False)
+    assert nodes[f"{name}-chief-0"]["reachable"] and report["clusters"][0]["job"]["state"] == "done"
+    assert f"{name}-worker-0 not running - (no answer: the cloud lists it, not running)" in output, output

@@ -18,8 +18,8 @@ description:
   - C(outcome) is V(success); V(bad_input) (a setting refused before anything was created); V(cloud_refused) (the
     cloud refused a call, C(refusal) says why - V(credentials), V(permission), V(quota), V(capacity),
     V(spot_capacity), V(size_unavailable), V(unknown)); V(training_failed) (the job failed); V(leak) (the audit found
-    orphans); or V(error) (any other failure, Ansible's own included). The first classified failure of a failed run
-    names it.
+    orphans); or V(error) (any other failure, Ansible's own included). The latest class of failure of a failed run
+    names it, with the message of its first failure.
   - A run that did not fail is V(success) unless a play set the fact C(tfdist_outcome) (the audit sets V(leak)); a
     failed run with no classified failure is the outcome a play set before it (destroy sets V(leak) when something of
     the cluster is left), else V(error).

@@ -69,19 +69,21 @@ def record(outcome, refusal=None, message="", playbook=""):
 class Tally:
     """Follows a run's failures and says how it ended.
 
-    The first classified failure names a failed run: a refused node is why a deploy stopped, not the failures the
-    stop caused after it. A failure a block rescued (a job restarted after a loss) counts only if the run failed.
+    The latest class of failure names a failed run, with the message of its first failure: a job whose restart the
+    cloud refused stopped on the refusal, not on the loss before it; a job that failed on every host stopped on the
+    task that died first, not on the hosts that stopped with it. A failure a block rescued (a job restarted after a
+    loss) counts only if the run failed.
     """
 
     def __init__(self):
-        self.first = None  # (outcome, refusal, message) of the first classified failure
+        self.first = None  # (outcome, refusal, message) of the first failure of the latest class
         self.first_error = None  # the message of the first failure no class names
         self.declared = None  # an outcome a play named with the tfdist_outcome fact (the audit's or destroy's leak)
 
     def failed(self, action, result):
         outcome = failure_class(action, result)
         message = result.get("msg") or ""
-        if outcome and self.first is None:
+        if outcome and (self.first is None or self.first[0] != outcome):
             self.first = (outcome, result.get("refusal") or None, message)
         elif outcome is None and self.first_error is None:
             self.first_error = message

@@ -49,13 +49,16 @@ def test_a_run_that_did_not_fail_is_a_success_even_after_a_rescued_failure():
         "schema_version": 1, "outcome": "success", "refusal": None, "message": "", "playbook": "deploy.yml"}
 
 
-def test_the_first_classified_failure_names_a_failed_run():
+def test_the_latest_class_of_failure_names_a_failed_run_with_its_first_message():
     tally = Tally()
+    # A job that lost a worker (rescued: tf_restart=on_failure), whose restart the cloud refused.
+    tally.failed("tfdist.cluster.training_watch", {"msg": "TF task worker-1 on w1 died"})
+    tally.failed("tfdist.cluster.training_watch", {"msg": "stopped: another host failed"})
+    assert tally.result(run_failed=True)["message"] == "TF task worker-1 on w1 died"
     tally.failed("tfdist.cluster.libcloud_node", {"msg": "worker: AWS refused g4dn.xlarge\n in us-east-1a: no capacity",
                                                   "refusal": "capacity"})
-    # What failed because of it afterwards does not rename the run.
+    # What failed because of it afterwards, outside any class, does not rename the run.
     tally.failed("ansible.builtin.fail", {"msg": "the cluster is not up"})
-    tally.failed("tfdist.cluster.training_watch", {"msg": "no task answered"})
     assert valid(tally.result(run_failed=True)) == {
         "schema_version": 1, "outcome": "cloud_refused", "refusal": "capacity",
         "message": "worker: AWS refused g4dn.xlarge in us-east-1a: no capacity", "playbook": ""}

@@ -149,7 +149,13 @@ def tf_plan_line(role_spec, plan, nodes):
     role = role_spec['role']
     todo = (plan or {}).get(role) or {}
     size = role_spec.get('size') or todo.get('size') or '?'
+    if isinstance(size, list):
+        size = size[0] if size else '?'  # sizes in order of preference: the others are the plan's fallbacks
     line = '%s: %s x %s (%s)' % (role, role_spec['count'], size, role_spec.get('image') or '?')
+    if todo.get('zone'):
+        line += ' in %s' % todo['zone']
+    if todo.get('fallbacks'):
+        line += ' (then %s)' % ', '.join(todo['fallbacks'])
     if todo.get('spot'):
         line += ', spot'
     if todo.get('price'):
@@ -182,6 +188,17 @@ def tf_budget_check(cost, budget, deadline='', fields=('budget', 'deadline')):
     return dict(error=error, warning=warning)
 
 
+def tf_routed_lines(result):
+    """Lines that say which refusals libcloud_node's `result` routed around (`routed`) and where each role's new
+    nodes went (`placed`); [] when it routed none."""
+    if not result.get('routed'):
+        return []
+    placed = ', '.join('%s %s in %s' % (role, where['size'], where['zone'])
+                       for role, where in sorted(result.get('placed', {}).items(),
+                                                 key=lambda item: _cluster.TASK_TYPES.index(item[0])))
+    return ['routed around: ' + entry['why'] for entry in result['routed']] + ['placed: ' + placed]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -201,5 +218,6 @@ class FilterModule:
             'tf_cluster_name_error': tf_cluster_name_error,
             'tf_node_specs': tf_node_specs,
             'tf_plan_line': tf_plan_line,
+            'tf_routed_lines': tf_routed_lines,
             'tf_budget_check': tf_budget_check,
         }

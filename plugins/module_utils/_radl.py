@@ -577,7 +577,10 @@ def _checked_shape(cluster):
                                   % (role, type(node).__name__))
         # Constraints (cpus, memory, gpus) come bare from the lookup, or under `constraints` from tf_node_specs.
         wanted = dict(node.get('constraints') or {}, **{k: node[k] for k in ('cpus', 'memory', 'gpus') if node.get(k)})
-        checked = {'size': _text(node.get('size'), 'nodes.%s.size' % role),
+        size = node.get('size')
+        # A profile's sizes in order of preference: RADL's instance_type is one, the first.
+        size = size[0] if isinstance(size, (list, tuple)) and size else size
+        checked = {'size': _text(size, 'nodes.%s.size' % role),
                    'image': _text(node.get('image'), 'nodes.%s.image' % role),
                    'gpus': _count(wanted, 'gpus', 0, 0, 'nodes.%s.' % role)}
         if not checked['size']:

@@ -75,7 +75,10 @@ options:
         description:
           - Id or name of the libcloud size (instance type, flavor, machine type).
           - Required when nodes of this role must be created, unless O(roles[].constraints) choose it.
-        type: str
+          - Or a list of sizes in order of preference (version 0.5.0). The first is the role's size; the others are
+            where its nodes go when the cloud refuses the first for capacity in every zone of O(zones) (see O(zones)
+            for the order). The plan prices the first.
+        type: raw
       constraints:
         description:
           - The least vCPUs, memory and GPUs of this role's nodes, as a RADL system's C(cpu.count),
@@ -141,6 +144,32 @@ options:
           - More than 0; the plan fails naming C(roles[N].price_per_hour) otherwise.
         type: float
         version_added: 0.5.0
+  zones:
+    description:
+      - The zones (libcloud locations, such as EC2's availability zones) in which the cluster's new nodes may go, in
+        order of preference. The role's nodes go to the first; when the cloud refuses them there for capacity (the
+        RV(refusal) classes V(capacity), V(spot_capacity) and V(size_unavailable)), to the next zone, and once no zone
+        has their size, to their next size (O(roles[].size) as a list) from the first zone again. A quota, the
+        credentials, a permission or an unknown error is not routed around (another zone would not help).
+      - Zones first, then sizes, because the size is what the user chose for the model (memory, speed, price) and the
+        zones of a region differ only in where the nodes run.
+      - Unless O(spread_zones), the nodes of the cluster stay in one zone (TensorFlow's traffic between zones is slower
+        and billed), so a refusal for one role moves the whole cluster to the next zone, and the nodes this run created
+        in the zone it leaves are destroyed. Nodes that already run keep their zone, and the new ones go there too
+        (only sizes are tried there). RV(routed) names each refusal routed around and RV(placed) where the nodes went.
+      - Empty, the cloud chooses the zone in the region (or O(roles[].location) does; the two cannot both be set), and
+        only sizes are tried.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
+  spread_zones:
+    description:
+      - Whether a role's nodes may go to another zone than the rest of the cluster's when the cloud refuses them for
+        capacity; only the refused role then moves, and nodes of the other roles stay where they are.
+    type: bool
+    default: false
+    version_added: 0.5.0
   wait:
     description: Wait until new nodes are running and have an address of the O(address) kind.
     type: bool
@@ -429,6 +458,9 @@ plan:
     - With O(state=present), for every role, C(spot), whether its new nodes are spot nodes, and C(price), the price of
       one node an hour (null when unknown), and C(price_source), where that price comes from, V(profile) (the role's
       O(roles[].price_per_hour)) or V(list) (libcloud's on-demand list price of its size) (version 0.5.0).
+    - For a role with O(zones), O(roles[].location) or several sizes, C(zone), the zone its new nodes go to first (null
+      when the cloud chooses), and C(fallbacks), the zones then sizes tried after a capacity refusal, in order
+      (version 0.5.0).
   returned: always
   type: dict
   sample:
@@ -474,6 +506,31 @@ cost:
       description: The cost line of the plan.
       type: str
       sample: "cost: $2.63/h for 6 nodes at list prices; spot: 4 of 6 nodes (80% of the price), billed at the lower spot price"
+routed:
+  description:
+    - The refusals of the cloud that this run routed around (O(zones), O(roles[].size) as a list), in order, each with
+      the role, the size and zone it was refused, the class of the refusal (RV(refusal)) and the cloud's message as
+      tfdist explains it (C(why)). Also returned on failure, with those routed around before.
+  returned: with O(state=present)
+  type: list
+  elements: dict
+  sample:
+    - role: worker
+      size: g4dn.xlarge
+      zone: us-east-1a
+      refusal: capacity
+      why: "worker: AWS refused g4dn.xlarge in us-east-1a: no capacity of this size there now
+        (InsufficientInstanceCapacity); try another zone or size, or again later"
+  version_added: 0.5.0
+placed:
+  description: Where the new nodes of each role with nodes created by this run went, its size and zone (the region when
+    the cloud chose the zone). Empty in check mode.
+  returned: with O(state=present)
+  type: dict
+  sample:
+    chief: {size: m5.xlarge, zone: us-east-1b}
+    worker: {size: g4dn.xlarge, zone: us-east-1b}
+  version_added: 0.5.0
 refusal:
   description:
     - When the cloud refused a call of the run, the class of its refusal, for a pipeline or a retry to branch on
@@ -556,6 +613,12 @@ def validate_roles(roles):
         if spec['role'] in seen:
             raise TfdistCloudError('roles[%d].role: %s is listed more than once' % (n, spec['role']))
         seen.add(spec['role'])
+        # One size or several in order of preference: the first is the role's size, the others where it goes on a
+        # capacity refusal (ClusterNodes.create).
+        spec['sizes'] = role_sizes(spec['size'])
+        if not all(isinstance(size, str) and size for size in spec['sizes']):
+            raise TfdistCloudError('roles[%d].size must be a size or a list of sizes, got %r' % (n, spec['size']))
+        spec['size'] = spec['sizes'][0] if spec['sizes'] else None
         source = (spec['constraints'] or {}).get('source')
         spec['constraints'] = dict(check_constraints(spec['constraints'], source or 'roles[%d].constraints' % n),
                                    source=source)
@@ -633,6 +696,88 @@ def role_prices(roles, sizes, chosen):
         prices[spec['role']] = role_price(size, spec['price_per_hour'],
                                           'roles[%d].price_per_hour (%s nodes)' % (n, spec['role']))
     return prices
+
+
+# The refusals that another zone or size may not meet: the zone has none of the size now, or does not offer it. A quota,
+# the credentials and a permission are the account's, the same in every zone; an unknown error is not known to be the
+# zone's. Only these send a role's nodes elsewhere.
+ROUTABLE_REFUSALS = ('capacity', 'spot_capacity', 'size_unavailable')
+
+
+def role_sizes(size):
+    """A role's sizes in order of preference: its size option is one size or a list of them ([] when unset)."""
+    if size is None:
+        return []
+    return [size] if isinstance(size, str) else list(size)
+
+
+def preference(spec, zones):
+    """(zone, fallbacks) of a role's plan: the zone its nodes go to first (None: the region's choice), then the zones
+    and sizes tried on a capacity refusal, in order (the next zones, then the next sizes)."""
+    sizes = spec['sizes'] or [None]
+    return (zones[0] if zones else spec['location']), list(zones[1:]) + list(sizes[1:])
+
+
+def next_place(placement, role, zone_count, size_count, spread):
+    """Where the nodes go once `role` was refused where it is: the new placement ({role: (size index, zone index)}), or
+    None when the role has no zone or size left.
+
+    Zones first, then sizes: the role keeps the size the user put first (chosen for the model's memory, speed and
+    price) in the next zone, and takes its next size, from the first zone again, only once no zone has its size.
+    Without `spread` the cluster's nodes share one zone (TensorFlow's traffic between zones is slower and billed), so
+    every role goes where this one goes. Each step moves a role's (size, zone) forward: the search ends.
+    """
+    size, zone = placement[role]
+    if zone + 1 < zone_count:
+        target = (size, zone + 1)
+    elif size + 1 < size_count:
+        target = (size + 1, 0)
+    else:
+        return None
+    moved = dict(placement, **{role: target})
+    if not spread:
+        moved = dict((other, (place[0], target[1])) for other, place in moved.items())
+    return moved
+
+
+def node_zone(node):
+    """The zone a node runs in, where the driver says (EC2's availability zone, GCE's zone), else None."""
+    extra = node.extra or {}
+    zone = extra.get('availability') or extra.get('zone')
+    return getattr(zone, 'name', zone)
+
+
+def resolve_places(driver, roles, resolved, zones, sizes):
+    """{role: ([size objects], [zone objects])} in order of preference, for each role with nodes to create: its sizes
+    (the one chosen from its constraints, or those of its size option) and the zones option's locations, or [its
+    location] (None: the region's choice). Looked up before anything is created, so a bad one fails early."""
+    if zones and any(spec['location'] for spec in roles):
+        raise TfdistCloudError('zones and roles[].location cannot both be set: zones give every role its zone')
+    locations = driver.list_locations() if zones else []
+    places = {}
+    for n, spec in enumerate(roles):
+        role = spec['role']
+        if role not in resolved:
+            continue
+        objects = [resolved[role]['size']]
+        if len(spec['sizes']) > 1:
+            objects = [find_by_id_or_name(sizes, size, 'roles[%d].size[%d] (%s nodes)' % (n, k, role))
+                       for k, size in enumerate(spec['sizes'])]
+        places[role] = (objects, [find_by_id_or_name(locations, zone, 'zones[%d]' % k) for k, zone in enumerate(zones)]
+                        or [resolved[role].get('location')])
+    return places
+
+
+def pin_zones(places, running, spread):
+    """`places` with the zones of a role narrowed to the zone where its cluster's nodes already run (with `spread`,
+    its own role's nodes): nodes that run stay, and without spread the cluster's nodes share one zone, so only its
+    sizes are tried there. `running`: the cluster's (node, identity) pairs that stay."""
+    for role, (sizes, zones) in places.items():
+        held = set(node_zone(node) for node, identity in running if not spread or identity.role == role)
+        zone = next((zone for zone in zones if zone is not None and zone.name in held), None)
+        if zone is not None:
+            places[role] = (sizes, [zone])
+    return places
 
 
 def resolve_create_args(driver, roles, plan, access=None, sizes=None, spot=None, user_data=None):
@@ -732,14 +877,68 @@ class ClusterNodes:
             return bool(found)
         return record(self.known_hosts(), found)
 
-    def create(self, resolved, plan, spot=None):
-        """Create the planned nodes of every role at once; on a failure destroy what this run created, then fail.
+    def create(self, resolved, plan, spot=None, places=None):
+        """Create the planned nodes of every role at once, each role's of its first size in its first zone; a role the
+        cloud refused there for capacity (ROUTABLE_REFUSALS) goes to its next zone or size (next_place), the nodes of
+        the roles that move destroyed and those of the others kept. On any other failure, or with no zone or size
+        left, destroy what this run created, then fail.
 
+        `places`: resolve_places(). Returns the nodes created, the refusals routed around ({role, size, zone,
+        refusal, why}) and where each role's new nodes went ({role: {size, zone}}).
         With user_data.known_hosts each node gets a host key of its own in its user-data, pinned in that file as soon
         as the nodes exist (before the wait, which may fail and leave them).
         """
+        places = places or dict((role, ([args['size']], [args.get('location')])) for role, args in resolved.items())
+        spread = self.params['spread_zones']
+        placement = dict((role, (0, 0)) for role in resolved)
+        made, routed, host_keys = {}, [], {}
+        while True:
+            todo = dict((role, dict(args, size=places[role][0][placement[role][0]]))
+                        for role, args in resolved.items() if role not in made)
+            for role, args in todo.items():
+                zone = places[role][1][placement[role][1]]
+                args.pop('location', None)
+                if zone is not None:
+                    args['location'] = zone
+            by_role, failures = self.create_roles(todo, plan, spot, host_keys)
+            failed = list(dict.fromkeys(role for role, index, error in failures))
+            made.update((role, nodes) for role, nodes in by_role.items() if role not in failed)
+            if not failures:
+                break
+            partial = [node for role in failed for node in by_role.get(role, [])]
+            attempts = dict((role, self.attempt(role, args, spot)) for role, args in todo.items())
+            errors = dict((role, error) for role, index, error in reversed(failures))
+            kinds = dict((role, self.refusal_kind(error)) for role, error in errors.items())
+            moved = placement
+            if all(kind in ROUTABLE_REFUSALS for kind in kinds.values()):
+                # Without spread the first refused role moves the whole cluster, the others with it.
+                for role in failed if spread else failed[:1]:
+                    moved = next_place(moved, role, len(places[role][1]), len(places[role][0]), spread)
+                    if moved is None:
+                        break
+                    routed.append(dict(role=role, size=attempts[role].size, zone=attempts[role].zone,
+                                       refusal=kinds[role],
+                                       why=explain_error(self.params['provider'], errors[role], attempts[role])))
+            if moved is placement or moved is None:
+                self.rollback(failures, [node for nodes in made.values() for node in nodes] + partial, attempts,
+                              routed)
+            leaving = partial + [node for role, nodes in made.items() if moved[role] != placement[role]
+                                 for node in nodes]
+            made = dict((role, nodes) for role, nodes in made.items() if moved[role] == placement[role])
+            self.destroy_moved(leaving, [node for nodes in made.values() for node in nodes], routed)
+            placement = moved
+        created = [node for nodes in made.values() for node in nodes]
+        if self.known_hosts() and created:
+            record(self.known_hosts(), dict((node.name, host_keys[node.name].public) for node in created))
+        placed = dict((role, dict(size=str(places[role][0][size].id),
+                                  zone=getattr(places[role][1][zone], 'name', None) or self.params['region']))
+                      for role, (size, zone) in placement.items())
+        return created, routed, placed
+
+    def create_roles(self, resolved, plan, spot, host_keys):
+        """Create the planned nodes of these roles at once: ({role: the nodes created}, [(role, index, error)] for
+        each node that failed). `host_keys` gains the host key of each node made with one."""
         known_hosts = self.known_hosts()
-        host_keys = {}
         planned, requests = [], []
         for role, base_args in resolved.items():
             host_key = None
@@ -762,20 +961,31 @@ class ClusterNodes:
                 planned.append((role, index))
                 requests.append(request)
         results = create_nodes(self.driver, self.connect, requests)
-        created = [r for r in results if not isinstance(r, Exception)]
-        failures = []
+        by_role, failures = {}, []
         for (role, index), request, result in zip(planned, requests, results):
             if isinstance(result, Exception):
                 failures.append((role, index, result))
-            elif result.name != request['name']:
+                continue
+            by_role.setdefault(role, []).append(result)
+            if result.name != request['name']:
                 # A node under another name could not be found again: every run would add one.
                 failures.append((role, index, 'the driver named it %r, so later runs could not find it' % result.name))
-        if failures:
-            self.rollback(failures, created, dict((role, self.attempt(role, args, spot))
-                                                  for role, args in resolved.items()))
-        if known_hosts and created:
-            record(known_hosts, dict((node.name, host_keys[node.name].public) for node in created))
-        return created
+        return by_role, failures
+
+    def refusal_kind(self, error):
+        """The class of a create's failure (REFUSALS), None for one that is not the cloud's (a node misnamed)."""
+        return classify_error(self.params['provider'], error).kind if isinstance(error, Exception) else None
+
+    def destroy_moved(self, nodes, kept, routed):
+        """Destroy the nodes this run created where their role no longer goes (a refusal routed around); fails, with
+        what stays and what could not be destroyed, when the cloud will not destroy them."""
+        if not nodes:
+            return
+        errors = destroy_nodes(self.connect, nodes)
+        left = ['%s (%s)' % (node.name, error) for node, error in zip(nodes, errors) if error is not None]
+        if left:
+            self.fail('Could not destroy %s, created before a refusal sent their role elsewhere: remove them by hand'
+                      % ', '.join(left), created=kept, routed=routed)
 
     def attempt(self, role, args, spot):
         """The Attempt (_provider.py) of a role's create: its size, and the zone its location names, else the region."""
@@ -783,13 +993,13 @@ class ClusterNodes:
         return Attempt(role, getattr(size, 'id', size), getattr(location, 'name', None) or self.params['region'],
                        role in (spot or {}))
 
-    def rollback(self, failures, created, attempts):
+    def rollback(self, failures, created, attempts, routed=()):
         """Destroy what this run created, then fail naming each failure: a cloud's refusal by its class (explain_error),
         once per role with the nodes it kept from being, and that class as the result's `refusal`."""
         lines, refusal = {}, None
         for role, index, error in failures:
             name = node_name(self.cluster, role, index)
-            kind = classify_error(self.params['provider'], error).kind if isinstance(error, Exception) else None
+            kind = self.refusal_kind(error)
             refusal = refusal or kind
             if kind not in (None, 'unknown'):
                 lines.setdefault(explain_error(self.params['provider'], error, attempts[role]), []).append(name)
@@ -804,7 +1014,7 @@ class ClusterNodes:
         msg += '. Destroyed the %d node(s) this run had created' % (len(created) - len(left))
         if left:
             msg += '; could not destroy %s: remove them by hand' % ', '.join(left)
-        self.fail(msg, **({'refusal': refusal} if refusal else {}))
+        self.fail(msg, routed=list(routed), **({'refusal': refusal} if refusal else {}))
 
     def release_stopped(self, nodes):
         """Where a destroy failed: the nodes of `nodes` that are powered off yet still billed (on Azure) released
@@ -861,6 +1071,9 @@ class ClusterNodes:
                             if present else ({}, {}))
         to_remove = [node for role in plan for node, identity in plan[role]['remove']]
         removed_ids = set(node.id for node in to_remove)
+        # The zones and sizes each role's new nodes may go to, in order of preference.
+        places = pin_zones(resolve_places(self.driver, params['roles'], resolved, params['zones'], sizes),
+                           [pair for pair in current if pair[0].id not in removed_ids], params['spread_zones'])
         kept = [node for node, identity in current if node.id not in removed_ids]
         # Present means running: a stopped node of the cluster (a stopped VM or container) is started again.
         to_start = [node for node in kept if node.state in STARTABLE_STATES] if params['state'] == 'present' else []
@@ -868,13 +1081,13 @@ class ClusterNodes:
 
         # Pending nodes of the cluster, such as those of an interrupted run, are waited for too.
         pending_kept = [node for node in kept if node.state == 'pending']
-        created, removed, started = [], [], []
+        created, removed, started, routed, placed = [], [], [], [], {}
         if self.module.check_mode:
             kept = [node for node, identity in current]  # nothing is removed in check mode
             changed = self.pin_found(kept, check_mode=True) or changed
         else:
             if changed:
-                created = self.create(resolved, plan, spot)
+                created, routed, placed = self.create(resolved, plan, spot, places)
             started = self.start(to_start, created)
             # A cluster made by another controller: its nodes' host keys, pinned here from their tags.
             changed = self.pin_found(kept) or changed
@@ -921,6 +1134,13 @@ class ClusterNodes:
             for spec in params['roles']:
                 price, source = prices.get(spec['role'], (None, None))
                 result['plan'][spec['role']].update(spot=spec['role'] in spot, price=price, price_source=source)
+                # A role's zones as pin_zones left them: those of the cluster's running nodes, else the option's.
+                zones = [zone.name for zone in places[spec['role']][1]] if spec['role'] in places and params['zones'] \
+                    else params['zones']
+                zone, fallbacks = preference(spec, zones)
+                if zone or fallbacks:
+                    result['plan'][spec['role']].update(zone=zone, fallbacks=fallbacks)
+            result.update(routed=routed, placed=placed)
             result['cost'] = cluster_cost([dict(role=spec['role'], count=spec['count'], spot=spec['role'] in spot,
                                                 price=result['plan'][spec['role']]['price'],
                                                 price_source=result['plan'][spec['role']]['price_source'],
@@ -950,7 +1170,7 @@ ARGUMENT_SPEC = dict(
     roles=dict(type='list', elements='dict', default=[], options=dict(
         role=dict(type='str', required=True, choices=list(TASK_TYPES)),
         count=dict(type='int', required=True),
-        size=dict(type='str'),
+        size=dict(type='raw'),
         constraints=dict(type='dict', options=dict(
             cpus=dict(type='int'),
             memory=dict(type='str'),
@@ -963,6 +1183,8 @@ ARGUMENT_SPEC = dict(
         spot=dict(type='bool', default=False),
         price_per_hour=dict(type='float'),
     )),
+    zones=dict(type='list', elements='str', default=[]),
+    spread_zones=dict(type='bool', default=False),
     wait=dict(type='bool', default=True),
     wait_timeout=dict(type='int', default=600),
     wait_for_port=dict(type='int'),

@@ -125,3 +125,13 @@ def test_a_constraint_of_the_wrong_type_is_named(load, tmp_path):
 
     assert "argument 'cpus' is of type str found in 'libcloud_nodes -> worker'" in message
     assert "'four'\" cannot be converted to an int" in message
+
+
+def test_zones_and_sizes_in_order_of_preference_are_a_valid_profile(load, tmp_path):
+    profiles = profile(tmp_path, "provision_kind: libcloud\nlibcloud_provider: ec2\n"
+                                 "libcloud_zones: [us-east-1a, us-east-1b]\nlibcloud_spread_zones: false\n"
+                                 "libcloud_nodes:\n"
+                                 "  chief: {size: m5.large, image: ami-1}\n"
+                                 "  worker: {size: [g4dn.xlarge, g5.xlarge], image: ami-1}\n")
+
+    assert load("mine", profiles).returncode == 0

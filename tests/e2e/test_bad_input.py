@@ -41,6 +41,7 @@ def assert_nothing_created(name):
         (["tf_idle_minutes=0.001"], "tf_idle_minutes: must be 0 (the idle guard off) or a number of minutes >= 1"),
         (["tf_stall_minutes=-1"], "tf_stall_minutes: must be a number of minutes >= 0"),
         (["tf_deadline=abc"], "tf_deadline: expected a duration such as 90s, 45m, 2h, 1d or 1h30m, got 'abc'"),
+        (["tf_budget=-5"], "tf_budget: must be a number of US dollars the run may cost, more than 0 (empty: no budget)"),
         (["tf_restart=sometimes"], "tf_restart: must be never or on_failure"),
         (["tf_max_restarts=-1"], "tf_max_restarts: must be a whole number >= 0"),
         (["tf_spot=true"], "tf_spot: cloud=local has no spot capacity"),

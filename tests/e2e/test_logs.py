@@ -88,7 +88,12 @@ def test_following_a_training_task_until_it_ends_and_its_processes_named(cluster
             log_lines = handle.read().splitlines()
         shown = followed.stdout.splitlines()
         assert [line for line in log_lines[-20:] if line not in shown] == [], followed.stdout
-        print(followed.stdout)
     finally:
         output = deploy.communicate(timeout=600)[0]
     assert deploy.returncode == 0, output[-3000:]
+
+
+def test_a_cluster_this_controller_does_not_know_is_named():
+    result = run_playbook("playbooks/logs.yml", "cluster_name=tnosuchcluster", "task=worker-0")
+    assert result.returncode != 0
+    assert "cluster_name: no cluster tnosuchcluster on this controller" in result.stdout + result.stderr, tail(result)

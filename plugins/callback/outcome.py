@@ -20,9 +20,9 @@ description:
     V(spot_capacity), V(size_unavailable), V(unknown)); V(training_failed) (the job failed); V(leak) (the audit found
     orphans); or V(error) (any other failure, Ansible's own included). The latest class of failure of a failed run
     names it, with the message of its first failure.
-  - A run that did not fail is V(success) unless a play set the fact C(tfdist_outcome) (the audit sets V(leak)); a
-    failed run with no classified failure is the outcome a play set before it (destroy sets V(leak) when something of
-    the cluster is left), else V(error).
+  - A run that did not fail is V(success) unless a play named another outcome with the fact C(tfdist_outcome) (the
+    audit's V(leak)); a failed run with no classified failure is the outcome a play named before it (the provision
+    role's C(provision_outcome), V(leak) when destroy leaves something of the cluster), else V(error).
   - From its first play to its end the file says V(error) (the run has not ended), so a run killed on the way leaves
     no earlier success behind. A run that stops before its first play (a playbook that does not parse) writes none.
   - Enabled by the tfdist.cluster repository's C(ansible.cfg); in your own, add it to C(callbacks_enabled).
@@ -58,7 +58,7 @@ import os
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import write_json
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._outcome import OUTCOME_FACT, Tally, record
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._outcome import OUTCOME_FACTS, Tally, record
 
 
 class CallbackModule(CallbackBase):
@@ -90,9 +90,10 @@ class CallbackModule(CallbackBase):
         self._tally.failed(result._task.action, result._result)
 
     def v2_runner_on_ok(self, result):
-        outcome = result._result.get("ansible_facts", {}).get(OUTCOME_FACT)
-        if outcome:
-            self._tally.declare(outcome)
+        facts = result._result.get("ansible_facts") or {}
+        for name in OUTCOME_FACTS:
+            if facts.get(name):
+                self._tally.declare(facts[name])
 
     def v2_playbook_on_stats(self, stats):
         run_failed = any(stats.failures.values()) or any(stats.dark.values())

@@ -32,9 +32,10 @@ BAD_INPUT_ACTIONS = frozenset((
 ))
 TRAINING_ACTIONS = frozenset(("tfdist.cluster.training_watch",))
 
-# The fact a play sets to name its outcome: a run that did not fail (the audit's leak), or what fails next (destroy's
-# check that nothing of the cluster is left).
-OUTCOME_FACT = "tfdist_outcome"
+# The facts that name a run's outcome: of a run that did not fail (the audit's leak), or of what fails next (destroy's
+# check that nothing of the cluster is left). A playbook sets tfdist_outcome, the provision role provision_outcome
+# (a role's variables carry its prefix).
+OUTCOME_FACTS = ("tfdist_outcome", "provision_outcome")
 
 
 def failure_class(action, result):

@@ -340,9 +340,9 @@ def refusal(error, text, attempt):
                        % (', %s' % quota.group(1) if quota else ''))
     if code in CAPACITY_CODES:
         kind, what = ('spot_capacity', 'no preemptible capacity') if attempt.spot else ('capacity', 'no capacity')
+        standard = ', standard nodes (spot: false)' if attempt.spot else ''
         return Refusal(kind, '%s of this size in the zone now (%s)' % (what, code),
-                       'try another zone or size%s, or again later' % (', standard nodes (spot: false)'
-                                                                        if attempt.spot else ''))
+                       'try another zone or size%s, or again later' % standard)
     # "Required 'compute.instances.create' permission for 'projects/...'" (HTTP 403, reason forbidden).
     permission = re.search(r"Required '([\w.]+)' permission", text)
     if permission:

@@ -64,8 +64,8 @@ options:
   heartbeat:
     description:
       - Whether this call counts as the controller being heard from, for the node's idle guard (see
-        M(tfdist.cluster.idle_guard)). V(false) for a look by a person or a monitor (C(playbooks/status.yml)): looking
-        at a cluster whose job has ended must not keep its nodes up, and paid for, past the guard's idle time.
+        M(tfdist.cluster.idle_guard)). V(false) for a look by a person or a monitor (C(playbooks/status.yml)), so that
+        looking at a cluster whose job has ended does not keep its nodes up, and paid for, past the guard's idle time.
     type: bool
     default: true
     version_added: 0.5.0

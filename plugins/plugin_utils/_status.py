@@ -227,8 +227,8 @@ def lines(status, detail=False):
         if any(node['size'] for node in cluster['nodes']):
             unpriced = ', not counting ' + ', '.join(cost['unpriced']) if cost['unpriced'] else ''
             money = '$%.4g so far ($%.4g/h%s)' % (cost['so_far'], cost['per_hour'], unpriced)
-        out.append('%s (cloud=%s): %s; up %s, %s' % (cluster['name'], cluster['cloud'], _job_line(cluster['job']), up,
-                                                       money))
+        job = _job_line(cluster['job'])
+        out.append('%s (cloud=%s): %s; up %s, %s' % (cluster['name'], cluster['cloud'], job, up, money))
         for node in cluster['nodes']:
             out.append('  %s %s %s%s' % (node['name'], node['state'] or '?', node['address'] or '-',
                                          ' (no answer: %s)' % node['error'] if not node['reachable'] else ''))

@@ -74,8 +74,8 @@ def test_a_task_forked_by_a_warm_host_shows_its_name(job, tmp_path):
         # The task runs in a child of its group's leader (see _warm_start): the child has the task's name.
         leader = started["pid"]
         assert shown(leader)[0] == "tfdist leader"
-        assert wait_until(lambda: [shown(pid) for pid in children(leader)] == [("demo/worker-1",
-                                                                                 "tfdist demo/worker-1")])
+        task = ("demo/worker-1", "tfdist demo/worker-1")
+        assert wait_until(lambda: [shown(pid) for pid in children(leader)] == [task])
     finally:
         open(stop_file, "w").close()
         with contextlib.suppress(FileNotFoundError):  # a warm host whose socket is gone ends

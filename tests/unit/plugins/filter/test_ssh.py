@@ -86,4 +86,3 @@ def test_a_node_without_an_address_is_named_and_gets_no_block():
     assert [line for line in text.splitlines() if line.startswith("Host ")] == [
         "Host demo-chief-0", "Host demo-worker-0"]
     assert "# demo-worker-1: no address yet" in text
-

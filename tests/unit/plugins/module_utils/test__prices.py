@@ -35,8 +35,8 @@ def test_a_size_libcloud_has_no_price_for_is_priced_by_the_profile(ec2_sizes):
 
 @pytest.mark.parametrize("price", [0, -1, "cheap", True])
 def test_a_price_that_is_no_positive_number_names_its_field(ec2_sizes, price):
-    with pytest.raises(TfdistCloudError, match=r"^roles\[0\].price_per_hour: must be a price in dollars an hour, "
-                                                r"more than 0, got "):
+    refused = r"^roles\[0\].price_per_hour: must be a price in dollars an hour, more than 0, got "
+    with pytest.raises(TfdistCloudError, match=refused):
         role_price(ec2_sizes["m5.large"], price, "roles[0].price_per_hour")
 
 

@@ -49,8 +49,8 @@ class Ec2Endpoint(http.server.BaseHTTPRequestHandler):
             body = ("<Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors>"
                     "<RequestID>req-1</RequestID></Response>" % (code, NOT_AUTHORIZED))
         else:
-            status, body = 200, '<%sResponse xmlns="%s">%s</%sResponse>' % (action, EC2_NAMESPACE, ANSWERS[action],
-                                                                             action)
+            answer = ANSWERS[action]
+            status, body = 200, '<%sResponse xmlns="%s">%s</%sResponse>' % (action, EC2_NAMESPACE, answer, action)
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/xml")

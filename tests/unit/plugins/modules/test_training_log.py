@@ -91,5 +91,5 @@ def test_a_read_from_an_offset_stops_at_a_whole_line_and_a_new_log_is_read_from_
 
 
 def test_a_task_that_never_ran_here_has_no_log(tmp_path):
-    assert training_log.read_log(str(tmp_path / "tasks" / "worker-9")) == {"text": "", "offset": 0, "exists": False,
-                                                                          "running": False}
+    nothing = {"text": "", "offset": 0, "exists": False, "running": False}
+    assert training_log.read_log(str(tmp_path / "tasks" / "worker-9")) == nothing

@@ -35,8 +35,7 @@ import sys
 import time
 
 
-# prctl(2)'s option that names the calling thread (its comm: /proc/PID/comm, what top shows), 15 bytes at most.
-PR_SET_NAME = 15
+# A process's name (its comm, /proc/PID/comm: what top shows) holds 15 bytes at most.
 COMM_BYTES = 15
 
 
@@ -45,24 +44,26 @@ def set_title(title, short=None):
     shows: the last 15 bytes of `short`, or of the title). Standard library only, so no setproctitle: the title
     is written over the arguments the process was started with (Python keeps its own copy of them), as far as they
     reach; the rest of that area is blanked. Whether it worked; a title that does not fit is cut.
+
+    Through /proc/self files, not ctypes: it runs in a fork of a process that may have other threads (a module's
+    Python, a test runner), where loading a library (dlopen) can wait forever on a lock another thread held.
     """
     try:
-        import ctypes
-
-        data = title.encode()
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_NAME, ctypes.c_char_p((short or title).encode()[-COMM_BYTES:]), 0, 0, 0)
+        with open("/proc/self/comm", "wb") as handle:
+            handle.write((short or title).encode()[-COMM_BYTES:])
         # arg_start and arg_end (fields 48 and 49 of proc(5)): where the arguments lie in this process's memory.
         with open("/proc/self/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
         start, end = int(fields[45]), int(fields[46])
         if end - start < 2:
             return False
-        data = data[:end - start - 1] + b"\0"
+        data = title.encode()[:end - start - 1] + b"\0"
         # The area's last byte not a NUL: the kernel shows the arguments up to the first NUL, the title alone.
-        ctypes.memmove(start, data + b" " * (end - start - len(data)), end - start)
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:
+            memory.seek(start)
+            memory.write(data + b" " * (end - start - len(data)))
         return True
-    except (ImportError, OSError, ValueError, IndexError, AttributeError):
+    except (OSError, ValueError, IndexError):
         return False
 
 

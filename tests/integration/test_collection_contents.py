@@ -42,6 +42,8 @@ ALLOWED = (
     "changelogs", "changelogs/*",
     # The collection docs (extra-docs.yml and its guides), rendered by antsibull-docs beside the plugin docs.
     "docs", "docs/docsite", "docs/docsite/*",
+    # The JSON Schemas of what the playbooks write (plan, status, audit, summary, outcome), which pipelines validate.
+    "docs/schemas", "docs/schemas/*.schema.json",
     # What `ansible-test sanity` and `ansible-test units` run on an installed collection, and the helpers
     # that tests/conftest.py puts on sys.path for them.
     "tests", "tests/sanity", "tests/sanity/ignore-*.txt", "tests/unit", "tests/unit/*",

@@ -32,6 +32,13 @@ def docker_cluster(engine, cluster_name):
 
 
 @pytest.fixture
+def aws_cluster(ec2_emulator, cluster_name):
+    """A cluster name on cloud=aws (the EC2 emulator); destroyed there afterwards."""
+    yield cluster_name
+    run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={cluster_name}", env=ec2_emulator.env)
+
+
+@pytest.fixture
 def docker_vm_cluster(docker_engine, docker_vm_image, cluster_name):
     """A cluster name on cloud=docker-vm (VM-like nodes); destroyed (and checked gone) afterwards."""
     yield cluster_name

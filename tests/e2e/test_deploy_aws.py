@@ -8,11 +8,10 @@ import json
 import os
 import stat
 import subprocess
-import uuid
 
 import pytest
 
-from ansible_cli import REPO, remove_artifacts, run, run_inventory, run_playbook, tail
+from ansible_cli import REPO, run, run_inventory, run_playbook, tail
 from emulators.ec2 import Ec2Emulator, instances_of, node_name
 
 pytestmark = pytest.mark.usefixtures("ec2_emulator")
@@ -60,15 +59,6 @@ def aws(ec2_emulator):
 @pytest.fixture
 def cloud(aws):
     return Cloud(aws)
-
-
-@pytest.fixture
-def aws_cluster(aws):
-    """A cluster name of its own, destroyed on cloud=aws afterwards."""
-    name = f"a{uuid.uuid4().hex[:8]}"
-    yield name
-    run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={name}", env=aws.env)
-    remove_artifacts(name)
 
 
 def aws_run(aws, playbook, cluster, *extra, env=None):

@@ -4,23 +4,12 @@ libcloud and moto) sends the cluster to the second, leaving nothing in the first
 """
 
 import json
-import uuid
 
 import pytest
 
-from ansible_cli import remove_artifacts, run_playbook, tail
-from emulators.ec2 import LIVE_STATES, cluster_instances
+from ansible_cli import run_playbook, tail
+from emulators.ec2 import LIVE_STATES, NO_CAPACITY, cluster_instances
 
-NO_CAPACITY = ("We currently do not have sufficient g4dn.xlarge capacity in the Availability Zone you requested "
-               "(us-east-1a). Our system will be working on provisioning additional capacity.")
-
-
-@pytest.fixture
-def aws_cluster(ec2_emulator):
-    name = f"z{uuid.uuid4().hex[:8]}"
-    yield name
-    run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={name}", env=ec2_emulator.env)
-    remove_artifacts(name)
 
 
 def provision(emulator, cluster):

@@ -13,7 +13,7 @@ import uuid
 import jsonschema
 import pytest
 
-from ansible_cli import REPO, remove_artifacts, run_playbook, tail
+from ansible_cli import REPO, run_playbook, tail
 from emulators.ec2 import LIVE_STATES, cluster_instances
 from processes import free_port_block
 
@@ -36,15 +36,6 @@ def run(tmp_path, playbook, *extra, env=None):
     outcome_file = tmp_path / "outcome.json"
     result = run_playbook(playbook, *extra, env=dict(env or {}, TFDIST_OUTCOME_FILE=str(outcome_file)))
     return result, valid(outcome_file, "outcome")
-
-
-@pytest.fixture
-def aws_cluster(ec2_emulator):
-    """A cluster name of its own on cloud=aws, destroyed afterwards."""
-    name = f"j{uuid.uuid4().hex[:8]}"
-    yield name
-    run_playbook("playbooks/destroy.yml", "cloud=aws", f"cluster_name={name}", env=ec2_emulator.env)
-    remove_artifacts(name)
 
 
 def aws_settings(emulator, cluster):

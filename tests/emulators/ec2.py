@@ -62,6 +62,16 @@ START_TIMEOUT = 20
 # A login key for nodes made on the emulator (they answer no SSH: only its text goes into their user-data).
 CLUSTER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI tfdist-test"
 
+# What EC2 answers when a zone has no capacity of a size, and when the account's vCPU quota is spent (the refusals the
+# tests inject with `refusing`).
+NO_CAPACITY = ("We currently do not have sufficient g4dn.xlarge capacity in the Availability Zone you requested "
+               "(us-east-1a). Our system will be working on provisioning additional capacity. You can currently get "
+               "g4dn.xlarge capacity by not specifying an Availability Zone in your request or choosing us-east-1b, "
+               "us-east-1c.")
+VCPU_LIMIT = ("You have requested more vCPU capacity than your current vCPU limit of 0 allows for the instance bucket "
+              "that the specified instance type belongs to. Please visit http://aws.amazon.com/contact-us/ec2-request "
+              "to request an adjustment to this limit.")
+
 # Instance states of a node that still exists (and may still cost).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 

@@ -7,15 +7,9 @@ import uuid
 
 import pytest
 
-from emulators.ec2 import LIVE_STATES, cluster_instances, run_libcloud_node, terminate_cluster
+from emulators.ec2 import (LIVE_STATES, NO_CAPACITY, VCPU_LIMIT, cluster_instances, run_libcloud_node,
+                           terminate_cluster)
 
-NO_CAPACITY = ("We currently do not have sufficient g4dn.xlarge capacity in the Availability Zone you requested "
-               "(us-east-1a). Our system will be working on provisioning additional capacity. You can currently get "
-               "g4dn.xlarge capacity by not specifying an Availability Zone in your request or choosing us-east-1b, "
-               "us-east-1c.")
-VCPU_LIMIT = ("You have requested more vCPU capacity than your current vCPU limit of 0 allows for the instance bucket "
-              "that the specified instance type belongs to. Please visit http://aws.amazon.com/contact-us/ec2-request "
-              "to request an adjustment to this limit.")
 
 
 @pytest.fixture

@@ -232,20 +232,31 @@ def failed(status):
     return status["reason"] == DIED or status["returncode"] != 0
 
 
+def read_log_end(task_dir, size):
+    """(text, end): the last `size` bytes of a task's task.log and the byte they end at (the end of a long log, read
+    alone); OSError when it cannot be read."""
+    with open(os.path.join(task_dir, LOG_NAME), "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, end - size))
+        return handle.read(end - handle.tell()).decode(errors="replace"), end
+
+
 def log_end(task_dir, size):
-    """The last `size` bytes of a task's task.log as text, '' when it cannot be read: the end of a long log, read alone."""
+    """The last `size` bytes of a task's task.log as text, '' when it cannot be read."""
     try:
-        with open(os.path.join(task_dir, LOG_NAME), "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - size))
-            return handle.read().decode(errors="replace")
+        return read_log_end(task_dir, size)[0]
     except OSError:
         return ""
 
 
+def tail_bytes(lines):
+    """How much of a log's end to read for its last `lines` lines (long lines aside)."""
+    return 256 * max(lines, 1) + 4096
+
+
 def log_tail(task_dir, lines=30):
     """The last lines of a task's task.log, reading only the end of a long log."""
-    return "\n".join(log_end(task_dir, 256 * max(lines, 1) + 4096).splitlines()[-lines:])
+    return "\n".join(log_end(task_dir, tail_bytes(lines)).splitlines()[-lines:])
 
 
 # ---------------------------------------------------------------- what a task runs with

@@ -97,10 +97,9 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils._task_folder import LOG_NAME, task_status
+from ansible_collections.tfdist.cluster.plugins.module_utils._task_folder import (LOG_NAME, read_log_end, tail_bytes,
+                                                                                  task_status)
 
-# Bytes read from the end of the log per line asked for (a longer line is cut at its start), as log_tail reads.
-BYTES_PER_LINE = 256
 POLL_INTERVAL = 0.5
 
 
@@ -111,13 +110,9 @@ def log_size(path):
         return None
 
 
-def last_lines(path, lines):
-    """(text, end): the last `lines` lines of the file and the byte they end at."""
-    with open(path, "rb") as handle:
-        end = handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, end - BYTES_PER_LINE * max(lines, 1) - 4096))
-        data = handle.read(end - handle.tell())
-    text = data.decode(errors="replace")
+def last_lines(task_dir, lines):
+    """(text, end): the last `lines` lines of the task's log and the byte they end at."""
+    text, end = read_log_end(task_dir, tail_bytes(lines))
     return ("".join(text.splitlines(True)[-lines:]) if lines > 0 else ""), end
 
 
@@ -145,7 +140,7 @@ def read_log(task_dir, lines=50, offset=None, wait=0.0, max_bytes=1 << 20):
     running = task_status(task_dir)["running"]
     if log_size(path) is None:
         return {"text": "", "offset": 0, "exists": False, "running": running}
-    text, end = last_lines(path, lines) if offset is None else read_from(path, offset, max_bytes)
+    text, end = last_lines(task_dir, lines) if offset is None else read_from(path, offset, max_bytes)
     return {"text": text, "offset": end, "exists": True, "running": running}
 
 

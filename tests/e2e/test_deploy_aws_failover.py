@@ -5,11 +5,9 @@ libcloud and moto) sends the cluster to the second, leaving nothing in the first
 
 import json
 
-import pytest
 
 from ansible_cli import run_playbook, tail
 from emulators.ec2 import LIVE_STATES, NO_CAPACITY, cluster_instances
-
 
 
 def provision(emulator, cluster):

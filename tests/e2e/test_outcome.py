@@ -11,7 +11,6 @@ import os
 import uuid
 
 import jsonschema
-import pytest
 
 from ansible_cli import REPO, run_playbook, tail
 from emulators.ec2 import LIVE_STATES, cluster_instances

@@ -11,7 +11,6 @@ from emulators.ec2 import (LIVE_STATES, NO_CAPACITY, VCPU_LIMIT, cluster_instanc
                            terminate_cluster)
 
 
-
 @pytest.fixture
 def cluster(ec2_emulator):
     name = "refused-%s" % uuid.uuid4().hex[:8]

@@ -5,7 +5,6 @@ libcloud and moto) sends the cluster to the second, leaving nothing in the first
 
 import json
 
-
 from ansible_cli import run_playbook, tail
 from emulators.ec2 import LIVE_STATES, NO_CAPACITY, cluster_instances
 

@@ -23,6 +23,8 @@ description:
     steps 1, 2 and 3. The IM names its inventory groups after the systems (C(chief), C(worker), C(ps),
     C(evaluator)), where the roles look for the cluster's layout.
   - The cloud, region and endpoint are written only inside image URLs, so a shape without images keeps none of them.
+  - A node C(size) that lists sizes in order of preference is written as its first; the lookup's C(zones) are not
+    written.
 options:
   _input:
     description: The cluster shape.

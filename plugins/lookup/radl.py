@@ -12,8 +12,13 @@ description:
   - Reads a RADL file (the language of the Infrastructure Manager) and returns the shape of the TensorFlow cluster
     it describes, one dict per file, ready for the deploy playbooks or for the P(tfdist.cluster.to_radl#filter) filter.
   - Each C(system) is one TF role, by its name (C(chief), C(worker), C(ps), C(evaluator)) or, for a system named
-    otherwise, by its C(tfdist.role) feature. Its C(instance_type) is the node size, C(disk.0.image.url) the image,
-    the lower bound of C(gpu.count) the GPUs per node.
+    otherwise, by its C(tfdist.role) feature. Its C(instance_type) is the node size, or a list of sizes in order of
+    preference (C(instance_type = ['g4dn.xlarge', 'g5.xlarge'])), C(disk.0.image.url) the image, the lower bound of
+    C(gpu.count) the GPUs per node.
+  - C(availability_zone), one zone or a list in order of preference (C(availability_zone = ['us-east-1a',
+    'us-east-1b'])), gives the cluster's zones, as the cloud profile's C(libcloud_zones) does. tfdist keeps a cluster
+    in one zone, so the systems that name zones must name the same ones in the same order; systems that name none
+    follow them.
   - C(deploy SYSTEM N) lines give the counts, N 1 or more. A system without one is not deployed, except the chief,
     which is always one. A cluster needs at least one worker, and one chief or none. Without a chief system
     (C(chief) is 0) worker 0 leads the cluster, as in the classic clusters of the TF1 era. Each system has at most
@@ -87,7 +92,8 @@ _raw:
       type: int
     nodes:
       description:
-        - Role (C(chief), C(worker), C(ps), C(evaluator)) to its nodes' C(size) (the instance type, or null),
+        - Role (C(chief), C(worker), C(ps), C(evaluator)) to its nodes' C(size) (the instance type, a list of them
+          in order of preference, or null),
           C(image) (the cloud's image id, or null for the profile's default) and C(gpus) (an int).
         - Only the roles with nodes.
       type: dict
@@ -101,6 +107,15 @@ _raw:
     endpoint:
       description: The OpenStack server (C(SERVER[:PORT])) of C(ost://) image URLs; null otherwise.
       type: str
+    zones:
+      version_added: 0.5.0
+      description:
+        - The availability zones of the systems' C(availability_zone), in order of preference; empty when no system
+          names one. On a capacity refusal in one zone the cluster's nodes go to the next (see the provision role's
+          C(provision_zones)).
+      type: list
+      elements: str
+      sample: [us-east-1a, us-east-1b]
     ports:
       description:
         - Inbound ports named in the networks' C(outports), in file order. A plain TCP port is an int (C(22));

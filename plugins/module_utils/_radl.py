@@ -69,7 +69,8 @@ def parse_cluster(text, source=None):
     """The cluster shape that RADL `text` describes; `source` (the file) starts every error message.
 
     Returns {source, chief, workers, ps, evaluators, nodes: {role: {size, image, gpus}}, cloud, region, endpoint,
-    ports}; chief is 1, or 0 for a RADL without a chief system (worker 0 leads the cluster).
+    zones, ports}; chief is 1, or 0 for a RADL without a chief system (worker 0 leads the cluster). A size is a list
+    when instance_type lists sizes in order of preference; zones are the availability_zone list, [] without one.
     """
     # The lexer knows no carriage return: it would drop it, or reject it once _strict() is on.
     text = text.replace('\r\n', '\n')
@@ -88,9 +89,11 @@ def parse_cluster(text, source=None):
         'cloud': None,
         'region': None,
         'endpoint': None,
+        'zones': [],
         'ports': _ports(doc),
     }
     placed = []  # (system, cloud, region, endpoint) of the systems with an image URL
+    zoned = []  # (system, zones) of the systems with an availability_zone
     for role in TASK_TYPES:
         system = roles.get(role)
         if system is None or counts[role] == 0:
@@ -99,7 +102,11 @@ def parse_cluster(text, source=None):
         cluster['nodes'][role] = node
         if place:
             placed.append((system,) + place)
+        zones = _names(system, 'availability_zone', 'zone', where)
+        if zones:
+            zoned.append((system, zones))
     cluster.update(_one_place(placed, where))
+    cluster['zones'] = _one_zone_list(zoned, where)
     return cluster
 
 
@@ -418,15 +425,14 @@ def _counts(doc, roles, where):
 def _node(system, where):
     """({size, image, gpus[, cpus, memory, system]}, (cloud, region, endpoint) or None) of a system.
 
-    gpus is the least gpu.count (0 when unset); cpus (the least cpu.count) and memory (the least memory.size as
+    size is the instance_type: one size, or a list of sizes in order of preference (the next is taken when the cloud
+    has no capacity of one in any zone). gpus is the least gpu.count (0 when unset); cpus (the least cpu.count) and memory (the least memory.size as
     RADL writes it, '16g') are there only when the system sets them and no instance_type, and system (its
     name) only when it names its role with tfdist.role. Without an instance_type, the cheapest size meeting gpus, cpus and memory is
     chosen at deploy time (libcloud_node's roles[].constraints).
     """
     what = 'system %r' % system.name
-    size = system.getValue('instance_type')
-    if size is not None and not isinstance(size, str):
-        raise where.error('%s: instance_type must be a string, got %r' % (what, size), _line(system, 'instance_type'))
+    size = _names(system, 'instance_type', 'size', where)
     node = {'size': size, 'image': None, 'gpus': _at_least(system, 'gpu.count', where)}
     # An instance_type wins over the constraints; they are checked all the same.
     cpus = _at_least(system, 'cpu.count', where)
@@ -454,6 +460,17 @@ def _node(system, where):
         raise where.error('%s: %s' % (what, e), _line(system, 'disk.0.image.url')) from None
     node['image'] = image
     return node, (cloud, region, endpoint)
+
+
+def _names(system, prop, kind, where):
+    """A feature naming one `kind` ('a') or several in order of preference (['a', 'b']), as written; None if unset."""
+    value = system.getValue(prop)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(name, str) and name for name in value):
+        return value
+    raise where.error("system %r: %s must be a %s or a list of them in order of preference ('a' or ['a', 'b']), got %r"
+                      % (system.name, prop, kind, value), _line(system, prop))
 
 
 def _memory_at_least(system, where):
@@ -510,6 +527,25 @@ def _one_place(placed, where):
                                   % (system.name, key, value, first.name, first.line, place[key], scope),
                                   _line(system, 'disk.0.image.url'))
     return place
+
+
+def _one_zone_list(zoned, where):
+    """The availability zones, as a list, of the systems that name some, which must name the same ones in the same
+    order: tfdist keeps a cluster's nodes in one zone (the first with capacity), so it has one list to try."""
+    if not zoned:
+        return []
+    first, zones = zoned[0]
+    for system, other in zoned[1:]:
+        if _as_list(other) != _as_list(zones):
+            raise where.error('system %r: availability_zone = %r, but system %r (line %s) has %r; tfdist keeps a '
+                              'cluster in one zone, so the systems that name zones name the same ones, in the same order'
+                              % (system.name, other, first.name, _line(first, 'availability_zone'), zones),
+                              _line(system, 'availability_zone'))
+    return _as_list(zones)
+
+
+def _as_list(names):
+    return [names] if isinstance(names, str) else list(names)
 
 
 def _ports(doc):

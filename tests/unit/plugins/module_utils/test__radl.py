@@ -60,6 +60,7 @@ def test_classic_example_is_cloud_neutral():
         "cloud": None,
         "region": None,
         "endpoint": None,
+        "zones": [],
         "ports": [22],
     }
 
@@ -150,6 +151,24 @@ def test_ports_keep_what_a_plain_number_cannot_say():
     cluster = parse_cluster(text, "ports.radl")
     assert cluster["ports"] == [22, 6006, "8000:8010/tcp", "53/udp", "8080-80/tcp", "10.0.0.0/8-2222/tcp"]
     assert parse_cluster(dump_cluster(cluster), "again.radl")["ports"] == cluster["ports"]
+
+
+def test_zones_and_sizes_in_order_of_preference():
+    text = ("system chief (instance_type = 't3.large' and availability_zone = ['us-east-1a', 'us-east-1b'])\n"
+            "system ps (instance_type = 't3.large')\n"  # names no zone: goes where the cluster goes
+            "system worker (\n  instance_type = ['g4dn.xlarge', 'g5.xlarge'] and\n"
+            "  availability_zone = ['us-east-1a', 'us-east-1b']\n)\n"
+            "deploy ps 1\ndeploy worker 2\n")
+    cluster = parse_cluster(text, "zones.radl")
+    assert cluster["zones"] == ["us-east-1a", "us-east-1b"]
+    assert cluster["nodes"]["worker"]["size"] == ["g4dn.xlarge", "g5.xlarge"]
+    assert cluster["nodes"]["chief"]["size"] == "t3.large" and cluster["nodes"]["ps"]["size"] == "t3.large"
+
+
+def test_one_zone_is_a_list_of_one_however_each_system_writes_it():
+    text = ("system chief (availability_zone = 'us-east-1c')\n"
+            "system worker (availability_zone = ['us-east-1c'])\ndeploy worker 1\n")
+    assert parse_cluster(text, "zone.radl")["zones"] == ["us-east-1c"]
 
 
 def test_windows_line_ends_are_fine(tmp_path):
@@ -283,7 +302,23 @@ ERRORS = [
         "system 'worker': gpu.count must be a number, got 'two'", 3, id="gpu count text"),
     pytest.param(
         "system chief (instance_type = 4)\n" + DEPLOY_1,
-        "system 'chief': instance_type must be a string, got 4", 1, id="size a number"),
+        "system 'chief': instance_type must be a size or a list of them in order of preference "
+        "('a' or ['a', 'b']), got 4", 1, id="size a number"),
+    pytest.param(
+        "system chief ()\nsystem worker (instance_type = [])\ndeploy worker 1\n",
+        "system 'worker': instance_type must be a size or a list of them in order of preference", 2,
+        id="no sizes"),
+    pytest.param(
+        "system chief ()\nsystem worker (availability_zone = [])\ndeploy worker 1\n",
+        "system 'worker': availability_zone must be a zone or a list of them in order of preference", 2,
+        id="no zones"),
+    pytest.param(
+        "system chief (availability_zone = ['us-east-1a', 'us-east-1b'])\nsystem ps ()\n"
+        "system worker (\n  instance_type = 'g5.xlarge' and\n  availability_zone = ['us-east-1b', 'us-east-1a']\n)\n"
+        "deploy ps 1\ndeploy worker 2\n",
+        "system 'worker': availability_zone = ['us-east-1b', 'us-east-1a'], but system 'chief' (line 1) has "
+        "['us-east-1a', 'us-east-1b']; tfdist keeps a cluster in one zone, so the systems that name zones name the "
+        "same ones, in the same order", 5, id="zones differ"),
 ]
 
 

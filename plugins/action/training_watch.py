@@ -166,6 +166,294 @@ def describe_failure(task, host):
     return f"TF task {task['name']} on {host} {died(task, host)['why']}. Last lines of its log:\n{tail}"
 
 
+def stalls(tasks, leading, status, ours, progress, frozen, now, host, said_done=False):
+    """[(task, why)] of this host's running tasks that stalled: the leader without progress (its step, or its
+    log without a status.json of this run) until it says it is done, any task whose process the kernel has held
+    for the stall time."""
+    found = []
+    for task in tasks.values():
+        frozen.see(task["name"], task.get("process") if task["running"] else None, now)
+    leading_task = tasks.get(leading["name"])
+    if leading_task is not None and leading_task["running"] and not said_done:
+        progress.see(("step", status.get("step")) if ours else ("log", leading_task.get("log_size")), now)
+        silent = progress.stalled(now, status.get("steps_per_sec") if ours else None)
+        if silent is not None:
+            why = stall_message(status if ours else None, silent, progress.moved_at, frozen.state(leading["name"]))
+            found.append((dict(leading_task, host=host), why))
+    for name, state, seconds in frozen.stalled(now):
+        if name != leading["name"] and name in tasks:
+            found.append((dict(tasks[name], host=host), frozen_message(state, seconds)))
+    return found
+
+
+class Watch:
+    """What the watch of one host has seen so far, with one method per decision that can end it.
+
+    Each decision returns the watch's result to end with, or None to go on; `decide` asks them in order after each
+    answer of the host. Durations are on the controller's clock; wall-clock times only for the deadline and the
+    messages.
+    """
+
+    def __init__(self, args, stop_tasks):
+        """stop_tasks(names): stops those tasks of this host (a lost worker that stalled)."""
+        self.args, self.stop_tasks = args, stop_tasks
+        self.host = host = args["host"]
+        self.local = [t for t in args["cluster_tasks"] if t["host"] == host]
+        self.kinds = {t["name"]: t["type"] for t in args["cluster_tasks"]}
+        try:
+            self.leading = leader(args["cluster_tasks"])
+        except ClusterError as error:
+            raise AnsibleActionFail(f"cluster_tasks: {error}") from error
+        try:
+            deadline = parse_duration(args["deadline"]) if args["deadline"] else None
+        except ValueError as error:
+            raise AnsibleActionFail(f"deadline: {error}") from error
+        self.deadline, self.limit = earliest_limit(deadline, args["budget"], args["price_per_hour"])
+        # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
+        self.watches_leader = self.leading["host"] == host
+        remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
+        self.probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if self.watches_leader else {}
+        self.started = time.monotonic()
+        began = time.time()
+        self.deadline_at = (args["deadline_from"] or began) + self.deadline if self.deadline is not None else None
+        self.result = {"progressed": False} if self.watches_leader else {}
+        self.progress = Progress(args["stall_seconds"], began)
+        self.frozen = Frozen(args["stall_seconds"])
+        self.silence = Silence(args["unreachable_grace"])
+        self.silence.see(CONNECTION, True, began)  # the launch has just reached this host
+        self.last_step, self.last_print = None, 0.0
+        self.leader_done_at = None
+        self.lost = []
+        self.status = {}
+        # What the latest answer said (set by see and take_in).
+        self.probe, self.now, self.elapsed = {}, began, 0.0
+        self.tasks, self.unreachable, self.ours, self.said_done, self.leader_done = {}, set(), False, False, False
+
+    def module_args(self):
+        """What the training_status module (or _job_state.watch on this machine) is asked on each poll."""
+        return {
+            "work_dir": self.args["work_dir"],
+            "tasks": task_folders(self.local, self.args["work_dir"]),
+            "probe": sorted(self.probe_names),
+            "tail_lines": self.args["tail_lines"],
+            # Each call looks every poll_interval and answers at once when a task starts or ends, or when a
+            # progress line is due: a failure is seen as soon as before, with a Python started on the host
+            # every few seconds instead of every poll (it took CPU from training on small hosts).
+            "wait": max(self.args["progress_every"], self.args["poll_interval"]),
+            "wait_interval": self.args["poll_interval"],
+        }
+
+    def end(self, **keys):
+        """The watch's result, with these keys: what the watch ends with."""
+        self.result.update(keys)
+        return self.result
+
+    # ------------------------------------------------------------ the lost-worker rule
+
+    def tolerates(self, name):
+        """Whether training goes on without this task: ParameterServerStrategy goes on without a worker (not the
+        leader) when worker_loss=tolerate; every other loss stops the job."""
+        return (self.args["worker_loss"] == "tolerate" and self.args["strategy"] == "parameter_server"
+                and self.kinds.get(name) == "worker" and name != self.leading["name"])
+
+    def spared(self, name, warning):
+        """Whether the job goes on without this lost task; a task newly spared is warned about and counted in
+        lost_tasks."""
+        if name in self.lost:
+            return True
+        if not self.tolerates(name):
+            return False
+        display.warning(warning)
+        self.lost.append(name)
+        return True
+
+    def failed_host(self):
+        """The host whose watch failed first and stopped the job, if not this one."""
+        return stopped_elsewhere(self.args["stop_file"], self.host) if self.args["stop_file"] else None
+
+    # ------------------------------------------------------------ the decisions
+
+    def host_lost(self, error):
+        """This host did not answer: None while that lasts less than the grace (a blip: it is asked again), else the
+        end, its tasks lost."""
+        now = time.time()
+        self.silence.see(CONNECTION, False, now)
+        # Once another host's watch has failed, one more try is not worth a connection timeout.
+        if not self.silence.gone(CONNECTION, now) and not self.failed_host():
+            return None
+        silent = format_duration(self.silence.silent_for(CONNECTION, now))
+        names = ", ".join(t["name"] for t in self.local)
+        if not (self.local and all(self.tolerates(t["name"]) for t in self.local)):
+            # Not raised as unreachable: the host stays in the play, for the deploy to replace its node.
+            return self.end(failed=True, node_gone=True,
+                            losses=[loss(t, "its node stopped answering", node_gone=True) for t in self.local],
+                            msg=f"{self.host} stopped answering for {silent} ({error}); its task(s) "
+                                f"{names or 'none'} are lost.")
+        display.warning(f"{self.host} is gone for {silent} ({error}); its task(s) {names} are lost. "
+                        "Training goes on with the other workers (worker_loss=tolerate).")
+        return self.end(changed=False, lost_tasks=[t["name"] for t in self.local])
+
+    def decide(self, probe):
+        """The result to end the watch with after this answer of the host, or None to poll again."""
+        self.see(probe)
+        for decision in (self.unreadable, self.failed_tasks, self.stopped_by_another, self.take_in, self.finished,
+                         self.lost_peers, self.stalled, self.past_limit, self.timed_out):
+            ended = decision()
+            if ended is not None:
+                return ended
+        return None
+
+    def see(self, probe):
+        """Take the host's answer: it is reachable, and its status (if it could read one) is the latest."""
+        self.probe, self.now = probe, time.time()
+        self.silence.see(CONNECTION, True, self.now)
+        if not probe.get("failed"):
+            self.status = self.result["status"] = probe.get("status") or self.status
+
+    def unreadable(self):
+        """The host answered, but could not read the job's state."""
+        if self.probe.get("failed"):
+            return self.end(failed=True, msg=f"could not read the job's state on {self.host}: {self.probe.get('msg')}")
+        return None
+
+    def failed_tasks(self):
+        """Tasks of this host that ended badly, besides the workers the job goes on without."""
+        failed = [t for t in self.probe["tasks"] if t["name"] in self.probe["failed_tasks"]]
+        failed = [t for t in failed if not self.spared(
+            t["name"], describe_failure(t, self.host) + "\nTraining goes on with the other workers.")]
+        if not failed:
+            return None
+        return self.end(failed=True, failed_tasks=[t["name"] for t in failed],
+                        losses=[died(t, self.host) for t in failed],
+                        msg="\n\n".join(describe_failure(t, self.host) for t in failed))
+
+    def stopped_by_another(self):
+        """Another host's watch failed: the job is over, and this host's part of it is stopped too."""
+        failed_host = self.failed_host()
+        if failed_host:
+            return self.end(failed=True, stopped_by=failed_host, msg=f"the job failed on {failed_host}")
+        return None
+
+    def take_in(self):
+        """Take in the tasks, the peers and the progress the answer shows, printing progress when due; never ends the
+        watch (None)."""
+        status, host = self.status, self.host
+        self.elapsed = time.monotonic() - self.started
+        self.unreachable = set(self.probe.get("unreachable") or [])
+        for address in self.probe_names:
+            self.silence.see(address, address not in self.unreachable, self.now)
+        self.tasks = {t["name"]: t for t in self.probe["tasks"]}
+        leading_task = self.tasks.get(self.leading["name"])
+        self.ours = ours = this_run(status, leading_task)
+        if self.watches_leader and ours:
+            self.result["progressed"] = bool(status.get("first_step_at"))
+        if (self.watches_leader and "resumed_from" not in self.result and status.get("initial_step") is not None
+                and ours):
+            # The step this run started from. Read from any status of this run, "done" included: a job
+            # relaunched near its end can finish between two polls without a "running" one.
+            self.result["resumed_from"] = status["initial_step"]
+            if self.result["resumed_from"]:
+                display.display(f"[{host}] resumed from the checkpoint of step {self.result['resumed_from']}")
+        trained = status.get("state") == "running" and status.get("first_step_at")
+        if self.watches_leader and trained and status.get("step") != self.last_step:
+            moment = time.monotonic()
+            if moment - self.last_print >= self.args["progress_every"]:
+                display.display(f"[{host}] {format_progress(status)}")
+                self.last_step, self.last_print = status.get("step"), moment
+        # The leader is done when it ended cleanly, or once it says so (its results are written): what is left is
+        # its exit (a ParameterServerStrategy coordinator's teardown can take a while), awaited like a server's.
+        self.said_done = ours and status.get("state") == "done"
+        self.leader_done = leading_task is not None and (
+            self.said_done and leading_task["running"]
+            or not leading_task["running"] and leading_task.get("returncode") == 0)
+        if self.leader_done and self.leader_done_at is None:
+            self.leader_done_at = time.monotonic()
+            if status:
+                display.display(f"[{host}] {format_progress(status)}")
+        return None
+
+    def finished(self):
+        """This host's part of the job ended: every task of this host has ended cleanly (servers stop by themselves
+        shortly after the leader is gone, or are left lingering after linger_timeout)."""
+        still_running = [t["name"] for t in self.tasks.values() if t["running"]]
+        elapsed = round(self.elapsed, 1)
+        if self.leader_done and (not still_running
+                                 or time.monotonic() - self.leader_done_at > self.args["linger_timeout"]):
+            return self.end(changed=False, status=self.status, result=self.probe.get("result"),
+                            lingering=still_running, lost_tasks=self.lost, elapsed=elapsed)
+        if not self.watches_leader and self.tasks and not still_running:
+            return self.end(changed=False, tasks=list(self.tasks.values()), lost_tasks=self.lost, elapsed=elapsed)
+        return None
+
+    def lost_peers(self):
+        """Tasks of other hosts that stopped answering the leader's host (unanswered), besides the workers the job
+        goes on without."""
+        now, probe_names = self.now, self.probe_names
+        gone = [a for a in probe_names if self.silence.gone(a, now)]
+        never_heard = [a for a in self.unreachable if not self.silence.heard(a)]
+        dead = unanswered(gone, never_heard, self.status, self.elapsed > self.args["startup_grace"])
+        dead = [a for a in dead if not self.spared(
+            probe_names[a]["name"], f"TF task {probe_names[a]['name']} ({a} on {probe_names[a]['host']}) stopped "
+                                    "answering. Training goes on with the other workers (worker_loss=tolerate).")]
+        if not self.watches_leader or not dead or self.leader_done:
+            return None
+        dead = sorted(dead)
+        names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in dead)
+        silent = {a: format_duration(self.silence.silent_for(a, now)) for a in dead}
+        return self.end(
+            failed=True,
+            failed_tasks=[probe_names[a]["name"] for a in dead],
+            losses=[loss(probe_names[a], f"stopped answering on {a}"
+                         + (f" for {silent[a]}" if self.silence.heard(a) else " since its launch"))
+                    for a in dead],
+            msg=f"TF task(s) {names} stopped answering while {self.leading['name']} leads the training. "
+                "Its host's own watch reports its log; see also the task logs under the job folder.",
+        )
+
+    def stalled(self):
+        """Tasks of this host that stalled; a worker the job goes on without is stopped."""
+        found = stalls(self.tasks, self.leading, self.status, self.ours, self.progress, self.frozen, self.now,
+                       self.host, self.said_done)
+        spared = [task["name"] for task, why in found if self.spared(
+            task["name"], f"TF task {task['name']} on {self.host} {why}. "
+                          "Training goes on with the other workers (worker_loss=tolerate).")]
+        if spared:
+            self.stop_tasks(spared)
+        found = [(task, why) for task, why in found if task["name"] not in spared]
+        if not found:
+            return None
+        return self.end(failed=True, failed_tasks=[task["name"] for task, why in found],
+                        losses=[loss(dict(task, host=self.host), why) for task, why in found],
+                        msg="\n".join(f"TF task {task['name']} on {self.host} {why}." for task, why in found))
+
+    def past_limit(self):
+        """The deadline (or the budget) is reached: the job is stopped, keeping its latest checkpoint. A host
+        without the leader waits DEADLINE_SLACK longer for the leader's host to stop it first."""
+        if self.deadline_at is None or self.now < self.deadline_at + (0 if self.watches_leader else DEADLINE_SLACK):
+            return None
+        deadline, status, args = self.deadline, self.status, self.args
+        where = f" at {format_progress(status)}" if status else ""
+        since = clock_time(self.deadline_at - deadline)
+        if self.limit == "budget":
+            msg = (f"stopped: budget (${args['budget']:.2f} at ${args['price_per_hour']:.4g}/h, "
+                   f"spent {format_duration(deadline)} after {since}){where}. It keeps its latest checkpoint: a later "
+                   "deploy with a larger budget resumes from it.")
+        else:
+            msg = (f"the job reached its deadline ({format_duration(deadline)} after {since}) and was stopped{where}. "
+                   "It keeps its latest checkpoint: a later deploy with a later deadline resumes from it.")
+        return self.end(failed=True, deadline_reached=True, limit=self.limit, msg=msg)
+
+    def timed_out(self):
+        """Past the watch's own timeout: it stops following and fails; the job goes on."""
+        timeout = self.args["timeout"]
+        if not timeout or self.elapsed <= timeout:
+            return None
+        return self.end(failed=True, detached=True,
+                        msg=f"stopped watching after {format_duration(timeout)} (the watch's timeout; last progress: "
+                            f"{format_progress(self.status) if self.status else 'none'}). The job goes on: run the "
+                            "same deploy again to watch it.")
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
@@ -225,52 +513,8 @@ class ActionModule(ActionBase):
 
     def follow(self, args, task_vars):
         """Poll the host until its part of the job ends; the result of the watch."""
-        result = {}
-        host = args["host"]
-        local = [t for t in args["cluster_tasks"] if t["host"] == host]
-        kinds = {t["name"]: t["type"] for t in local}
-        remote = [t for t in args["cluster_tasks"] if t["host"] != host and t["type"] != "evaluator"]
-        try:
-            leading = leader(args["cluster_tasks"])
-        except ClusterError as error:
-            raise AnsibleActionFail(f"cluster_tasks: {error}") from error
-        try:
-            deadline = parse_duration(args["deadline"]) if args["deadline"] else None
-        except ValueError as error:
-            raise AnsibleActionFail(f"deadline: {error}") from error
-        deadline, limit = earliest_limit(deadline, args["budget"], args["price_per_hour"])
-        # The host of the leader (the chief, or worker 0 without one) prints progress and probes the others.
-        watches_leader = leading["host"] == host
-        probe_names = {f"{t['address']}:{t['port']}": t for t in remote} if watches_leader else {}
-        module_args = {
-            "work_dir": args["work_dir"],
-            "tasks": task_folders(local, args["work_dir"]),
-            "probe": sorted(probe_names),
-            "tail_lines": args["tail_lines"],
-            # Each call looks every poll_interval and answers at once when a task starts or ends, or when a
-            # progress line is due: a failure is seen as soon as before, with a Python started on the host
-            # every few seconds instead of every poll (it took CPU from training on small hosts).
-            "wait": max(args["progress_every"], args["poll_interval"]),
-            "wait_interval": args["poll_interval"],
-        }
-
-        # Durations on the controller's clock; wall-clock times only for the deadline and the messages.
-        started = time.monotonic()
-        began = time.time()
-        deadline_at = (args["deadline_from"] or began) + deadline if deadline is not None else None
-        if watches_leader:
-            result["progressed"] = False
-        progress = Progress(args["stall_seconds"], began)
-        frozen = Frozen(args["stall_seconds"])
-        silence = Silence(args["unreachable_grace"])
-        silence.see(CONNECTION, True, began)  # the launch has just reached this host
-        last_step, last_print = None, 0.0
-        leader_done_at = None
-        # ParameterServerStrategy goes on without a worker; every other loss stops the job.
-        tolerate = args["worker_loss"] == "tolerate" and args["strategy"] == "parameter_server"
-        only_workers = bool(local) and all(t["type"] == "worker" for t in local)
-        lost = []
-        status = {}
+        watch = Watch(args, lambda names: self.stop_tasks(args, task_vars, names=names))
+        module_args = watch.module_args()
         # cloud=local: the job runs on this machine, where a module run every few seconds takes CPU from it.
         here = self._connection.transport == "local" and not self._play_context.become
         while True:
@@ -284,173 +528,13 @@ class ActionModule(ActionBase):
                         task_vars=task_vars,
                     )
             except AnsibleConnectionFailure as error:
-                now = time.time()
-                silence.see(CONNECTION, False, now)
-                # Once another host's watch has failed, one more try is not worth a connection timeout.
-                failed_elsewhere = args["stop_file"] and stopped_elsewhere(args["stop_file"], host)
-                # A connection that drops for less than the grace is a blip: the host is asked again.
-                if not silence.gone(CONNECTION, now) and not failed_elsewhere:
-                    time.sleep(args["poll_interval"])
-                    continue
-                silent = format_duration(silence.silent_for(CONNECTION, now))
-                if not (tolerate and only_workers):
-                    # Not raised as unreachable: the host stays in the play, for the deploy to replace its node.
-                    result.update(failed=True, node_gone=True,
-                                  losses=[loss(t, "its node stopped answering", node_gone=True) for t in local],
-                                  msg=f"{host} stopped answering for {silent} ({error}); its task(s) "
-                                      f"{', '.join(t['name'] for t in local) or 'none'} are lost.")
-                    return result
-                names = ", ".join(t["name"] for t in local)
-                display.warning(f"{host} is gone for {silent} ({error}); its task(s) {names} are lost. "
-                                "Training goes on with the other workers (worker_loss=tolerate).")
-                result.update(changed=False, lost_tasks=[t["name"] for t in local])
-                return result
-            now = time.time()
-            silence.see(CONNECTION, True, now)
-            if probe.get("failed"):
-                result.update(failed=True, msg=f"could not read the job's state on {host}: {probe.get('msg')}")
-                return result
-            status = probe.get("status") or status
-            result["status"] = status
-
-            failed = [t for t in probe["tasks"] if t["name"] in probe["failed_tasks"]]
-            for task in failed:
-                if (tolerate and kinds.get(task["name"]) == "worker" and task["name"] != leading["name"]
-                        and task["name"] not in lost):
-                    display.warning(describe_failure(task, host) + "\nTraining goes on with the other workers.")
-                    lost.append(task["name"])
-            failed = [t for t in failed if t["name"] not in lost]
-            if failed:
-                result.update(
-                    failed=True,
-                    failed_tasks=[t["name"] for t in failed],
-                    losses=[died(t, host) for t in failed],
-                    msg="\n\n".join(describe_failure(t, host) for t in failed),
-                )
-                return result
-            # Another host's watch failed: the job is over, and this host's part of it is stopped too.
-            failed_host = stopped_elsewhere(args["stop_file"], host) if args["stop_file"] else None
-            if failed_host:
-                result.update(failed=True, stopped_by=failed_host, msg=f"the job failed on {failed_host}")
-                return result
-
-            elapsed = time.monotonic() - started
-            unreachable = set(probe.get("unreachable") or [])
-            for address in probe_names:
-                silence.see(address, address not in unreachable, now)
-            tasks = {t["name"]: t for t in probe["tasks"]}
-            leading_task = tasks.get(leading["name"])
-            ours = this_run(status, leading_task)
-            trained = status.get("state") == "running" and status.get("first_step_at")
-            if watches_leader and ours:
-                result["progressed"] = bool(status.get("first_step_at"))
-            if watches_leader and "resumed_from" not in result and status.get("initial_step") is not None and ours:
-                # The step this run started from. Read from any status of this run, "done" included: a job
-                # relaunched near its end can finish between two polls without a "running" one.
-                result["resumed_from"] = status["initial_step"]
-                if result["resumed_from"]:
-                    display.display(f"[{host}] resumed from the checkpoint of step {result['resumed_from']}")
-            if watches_leader and trained and status.get("step") != last_step:
-                moment = time.monotonic()
-                if moment - last_print >= args["progress_every"]:
-                    display.display(f"[{host}] {format_progress(status)}")
-                    last_step, last_print = status.get("step"), moment
-
-            # The leader is done when it ended cleanly, or once it says so (its results are written): what is left is
-            # its exit (a ParameterServerStrategy coordinator's teardown can take a while), awaited like a server's.
-            said_done = ours and status.get("state") == "done"
-            leader_done = leading_task is not None and (
-                said_done and leading_task["running"] or not leading_task["running"] and leading_task.get("returncode") == 0)
-            if leader_done and leader_done_at is None:
-                leader_done_at = time.monotonic()
-                if status:
-                    display.display(f"[{host}] {format_progress(status)}")
-            # The job has ended here when every task of this host has ended cleanly
-            # (servers stop by themselves shortly after the leader is gone).
-            still_running = [t["name"] for t in tasks.values() if t["running"]]
-            if leader_done and (not still_running or time.monotonic() - leader_done_at > args["linger_timeout"]):
-                result.update(changed=False, status=status, result=probe.get("result"),
-                              lingering=still_running, lost_tasks=lost, elapsed=round(elapsed, 1))
-                return result
-            if not watches_leader and tasks and not still_running:
-                result.update(changed=False, tasks=list(tasks.values()), lost_tasks=lost, elapsed=round(elapsed, 1))
-                return result
-
-            gone = [a for a in probe_names if silence.gone(a, now)]
-            never_heard = [a for a in unreachable if not silence.heard(a)]
-            dead = unanswered(gone, never_heard, status, elapsed > args["startup_grace"])
-            for address in dead:
-                task = probe_names[address]
-                if tolerate and task["type"] == "worker" and task["name"] != leading["name"] and task["name"] not in lost:
-                    display.warning(f"TF task {task['name']} ({address} on {task['host']}) stopped answering. "
-                                    "Training goes on with the other workers (worker_loss=tolerate).")
-                    lost.append(task["name"])
-            dead = [a for a in dead if probe_names[a]["name"] not in lost]
-            if watches_leader and dead and not leader_done:
-                names = ", ".join(f"{probe_names[a]['name']} ({a} on {probe_names[a]['host']})" for a in sorted(dead))
-                silent = {a: format_duration(silence.silent_for(a, now)) for a in dead}
-                result.update(
-                    failed=True,
-                    failed_tasks=[probe_names[a]["name"] for a in sorted(dead)],
-                    losses=[loss(probe_names[a], f"stopped answering on {a}"
-                                 + (f" for {silent[a]}" if silence.heard(a) else " since its launch"))
-                            for a in sorted(dead)],
-                    msg=f"TF task(s) {names} stopped answering while {leading['name']} leads the training. "
-                        "Its host's own watch reports its log; see also the task logs under the job folder.",
-                )
-                return result
-
-            stalled = self.stalls(tasks, leading, status, ours, progress, frozen, now, host, said_done)
-            for task, why in list(stalled):
-                if tolerate and kinds.get(task["name"]) == "worker" and task["name"] != leading["name"]:
-                    display.warning(f"TF task {task['name']} on {host} {why}. "
-                                    "Training goes on with the other workers (worker_loss=tolerate).")
-                    self.stop_tasks(args, task_vars, names=[task["name"]])
-                    lost.append(task["name"])
-                    stalled.remove((task, why))
-            if stalled:
-                result.update(failed=True, failed_tasks=[task["name"] for task, why in stalled],
-                              losses=[loss(dict(task, host=host), why) for task, why in stalled],
-                              msg="\n".join(f"TF task {task['name']} on {host} {why}." for task, why in stalled))
-                return result
-
-            if deadline_at is not None and now >= deadline_at + (0 if watches_leader else DEADLINE_SLACK):
-                where = f" at {format_progress(status)}" if status else ""
-                result.update(failed=True, deadline_reached=True, limit=limit,
-                              msg=f"the job reached its deadline ({format_duration(deadline)} after "
-                                  f"{clock_time(deadline_at - deadline)}) and was stopped{where}. It keeps its latest "
-                                  "checkpoint: a later deploy with a later deadline resumes from it.")
-                if limit == "budget":
-                    result["msg"] = (f"stopped: budget (${args['budget']:.2f} at ${args['price_per_hour']:.4g}/h, "
-                                     f"spent {format_duration(deadline)} after {clock_time(deadline_at - deadline)})"
-                                     f"{where}. It keeps its latest checkpoint: a later deploy with a larger budget "
-                                     "resumes from it.")
-                return result
-            if args["timeout"] and elapsed > args["timeout"]:
-                result.update(failed=True, detached=True,
-                              msg=f"stopped watching after {format_duration(args['timeout'])} (the watch's timeout; "
-                                  f"last progress: {format_progress(status) if status else 'none'}). The job goes on: "
-                                  "run the same deploy again to watch it.")
-                return result
+                ended = watch.host_lost(error)
+                if ended is not None:
+                    return ended
+                time.sleep(args["poll_interval"])  # a blip: the host is asked again
+                continue
+            ended = watch.decide(probe)
+            if ended is not None:
+                return ended
             if (probe.get("waited") or 0) < args["poll_interval"]:
                 time.sleep(args["poll_interval"])  # it answered at once: tasks that ended linger, or it has news
-
-    @staticmethod
-    def stalls(tasks, leading, status, ours, progress, frozen, now, host, said_done=False):
-        """[(task, why)] of this host's running tasks that stalled: the leader without progress (its step, or its
-        log without a status.json of this run) until it says it is done, any task whose process the kernel has held
-        for the stall time."""
-        found = []
-        for task in tasks.values():
-            frozen.see(task["name"], task.get("process") if task["running"] else None, now)
-        leading_task = tasks.get(leading["name"])
-        if leading_task is not None and leading_task["running"] and not said_done:
-            progress.see(("step", status.get("step")) if ours else ("log", leading_task.get("log_size")), now)
-            silent = progress.stalled(now, status.get("steps_per_sec") if ours else None)
-            if silent is not None:
-                why = stall_message(status if ours else None, silent, progress.moved_at, frozen.state(leading["name"]))
-                found.append((dict(leading_task, host=host), why))
-        for name, state, seconds in frozen.stalled(now):
-            if name != leading["name"] and name in tasks:
-                found.append((dict(tasks[name], host=host), frozen_message(state, seconds)))
-        return found

@@ -1,5 +1,5 @@
 from ansible_collections.tfdist.cluster.plugins.action.training_watch import (
-    ActionModule, describe_failure, died, earliest_limit, this_run, unanswered)
+    describe_failure, died, earliest_limit, stalls, this_run, unanswered)
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import Frozen, Progress
 
 
@@ -66,7 +66,6 @@ def test_a_task_killed_by_a_signal_says_so():
 def test_a_leader_that_said_done_is_not_stalled_while_it_exits():
     # The last step, then "done" with its results written: a ParameterServerStrategy coordinator's teardown can take
     # longer than the stall time on a loaded machine. Its exit is awaited like a server's, not judged by its step.
-    stalls = ActionModule.stalls
     leader = {"name": "chief-0", "running": True, "process": "running"}
     progress = Progress(stall_seconds=12, now=1000.0)
     status = {"state": "done", "step": 10000, "target_steps": 10000, "steps_per_sec": 190.0}

@@ -135,10 +135,29 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
     stage = classify(tf_stage_data, 'tf_stage_data', cwd)
     models = [classify(url, 'tf_model_url', cwd, hdfs_uri) for url in _split(tf_model_url)]
     checkpoint = classify(tf_checkpoint_url, 'tf_checkpoint_url', cwd, hdfs_uri)
-    errors = []
+    _add_reader(data, cache_dir)
+    reached = _reached_by_nodes(data, checkpoint, models)
+    controller_model_urls = [item['value'].rstrip('/') for item in models if not item['on_cluster']]
+    return {
+        'data': data,
+        'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster'],
+                      on_controller=stage['kind'] == 'local' and not data['on_cluster']),
+        'model_urls': [item['value'] for item in models],
+        'controller_model_urls': controller_model_urls,
+        'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
+        'checkpoint_url': checkpoint['url'],
+        'controller_checks': _controller_checks(data, bool(tf_stage_data), controller_model_urls),
+        # What the chief checks itself before training: what it reads from the cluster HDFS, and the folders it writes.
+        'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': check} for item, check in reached],
+        'node_packages': _node_packages(reached),
+        'errors': _plan_errors(data, stage, models, checkpoint, tf_hdfs),
+    }
 
-    on_cluster = [item for item in [data, checkpoint] + models if item['on_cluster']]
-    for item in on_cluster:
+
+def _plan_errors(data, stage, models, checkpoint, tf_hdfs):
+    """The messages of the settings that cannot work together, each starting with the setting's name."""
+    errors = []
+    for item in [item for item in [data, checkpoint] + models if item['on_cluster']]:
         if not tf_hdfs:
             errors.append('%s: %s is on the cluster HDFS (hdfs:/// names no NameNode): add -e tf_hdfs=true, '
                           'or name the NameNode (hdfs://HOST:PORT/PATH)' % (item['field'], item['value']))
@@ -153,52 +172,48 @@ def storage_plan(tf_data, tf_stage_data='', tf_model_url='', tf_checkpoint_url='
         errors.append('tf_model_url: give at most one folder on the cluster HDFS (hdfs:///...)')
     if stage['kind'] != 'empty' and data['kind'] != 'storage':
         errors.append('tf_stage_data: %s is copied to tf_data, which must then be an s3:// or hdfs:// URL (got %s)'
-                      % (tf_stage_data, tf_data))
+                      % (stage['value'], data['value']))
+    return errors
 
+
+def _add_reader(data, cache_dir):
+    """Add to classify(tf_data) who reads it (reader), where the controller stages it (staged) and what the
+    training program is given (node_value)."""
     if data['kind'] == 'storage' and not data['on_cluster']:
-        reader = 'controller'
+        data['reader'] = 'controller'
     elif data['kind'] in ('http', 'storage'):
-        reader = 'nodes'
+        data['reader'] = 'nodes'
     else:
-        reader = 'copy'
-    data['reader'] = reader
+        data['reader'] = 'copy'
     data['staged'] = ''
-    if reader == 'controller' and cache_dir:
+    if data['reader'] == 'controller' and cache_dir:
         digest = hashlib.sha1(data['value'].encode()).hexdigest()[:12]
         data['staged'] = os.path.join(cache_dir, '%s-%s' % (digest, posixpath.basename(data['value'])))
     data['node_value'] = data['staged'] or data['url']
 
-    # The URLs the nodes move bytes to or from through fsspec themselves (http(s) needs nothing).
-    reached_by_nodes = [item for item in [data, checkpoint] + models
-                        if item['on_cluster'] or (item is checkpoint and item['kind'] != 'empty')]
-    packages = []
-    if reached_by_nodes:
-        packages.append(NODE_PACKAGES['fsspec'])
-    if any(item['scheme'] == 's3' for item in reached_by_nodes):
+
+def _reached_by_nodes(data, checkpoint, models):
+    """[(item, 'read' or 'write')] of the settings whose bytes the nodes move through fsspec themselves: what is on
+    the cluster HDFS, and the checkpoint folder (http(s) needs nothing)."""
+    return [(item, check) for item, check in [(data, 'read'), (checkpoint, 'write')] + [(m, 'write') for m in models]
+            if item['on_cluster'] or (item is checkpoint and item['kind'] != 'empty')]
+
+
+def _node_packages(reached):
+    """What the nodes' virtualenv needs for what they reach."""
+    packages = [NODE_PACKAGES['fsspec']] if reached else []
+    if any(item['scheme'] == 's3' for item, check in reached):
         packages.append(NODE_PACKAGES['s3'])
-    # What the controller checks before anything is made: the dataset it reads (or writes, staging tf_stage_data
-    # there), and the model folders it writes.
-    controller_checks = []
-    if reader == 'controller':
-        controller_checks.append({'field': 'tf_data', 'url': data['value'], 'check': 'write' if tf_stage_data else 'read'})
-    controller_model_urls = [item['value'].rstrip('/') for item in models if not item['on_cluster']]
-    controller_checks += [{'field': 'tf_model_url', 'url': url, 'check': 'write'} for url in controller_model_urls]
-    return {
-        'data': data,
-        'stage': dict(stage, on_chief=stage['kind'] != 'empty' and data['on_cluster'],
-                      on_controller=stage['kind'] == 'local' and not data['on_cluster']),
-        'model_urls': [item['value'] for item in models],
-        'controller_model_urls': controller_model_urls,
-        'chief_model_url': next((item['url'] for item in models if item['on_cluster']), ''),
-        'checkpoint_url': checkpoint['url'],
-        'controller_checks': controller_checks,
-        # What the chief checks itself before training: what it reads from the cluster HDFS, and the folders it writes.
-        'chief_checks': [{'field': item['field'], 'url': item['url'], 'check': check}
-                         for item, check in [(data, 'read')] + [(checkpoint, 'write')] + [(m, 'write') for m in models]
-                         if item['on_cluster'] or (item is checkpoint and item['kind'] != 'empty')],
-        'node_packages': packages,
-        'errors': errors,
-    }
+    return packages
+
+
+def _controller_checks(data, stages_data, controller_model_urls):
+    """What the controller checks before anything is made: the dataset it reads (or writes, staging tf_stage_data
+    there), and the model folders it writes."""
+    checks = []
+    if data['reader'] == 'controller':
+        checks.append({'field': 'tf_data', 'url': data['value'], 'check': 'write' if stages_data else 'read'})
+    return checks + [{'field': 'tf_model_url', 'url': url, 'check': 'write'} for url in controller_model_urls]
 
 
 # ---------------------------------------------------------------- moving bytes

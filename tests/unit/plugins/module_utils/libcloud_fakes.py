@@ -1,19 +1,34 @@
-"""What the unit tests' fake clouds share: libcloud's own driver code run over a fake connection (test__access.py,
-test__cloud_gce_images.py, test__cloud_azure*.py), and the fake Azure Resource Manager endpoint (AzureCloud)."""
+"""The unit tests' fake clouds: libcloud's own driver code run over a fake connection that keeps state the way the
+cloud does. The access tests' cluster (CLUSTER, PUBKEY...); the Azure Resource Manager endpoint (AzureCloud), GCE
+(FakeGce), OpenStack's neutron and nova (OpenStackCloud) and EC2's security groups and key pairs (Ec2Cloud), for
+test__access.py, test__cloud_*_access.py, test__cloud_azure.py, test__cloud_openstack_audit.py and the modules' tests.
+"""
 
+import base64
 import collections
 import copy
 import functools
+import inspect
 import ipaddress
 import itertools
 import json
 import re
+import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 from unittest.mock import create_autospec
 
 from libcloud.common.azure_arm import AzureResourceManagementConnection
-from libcloud.common.exceptions import exception_from_message
+from libcloud.common.exceptions import BaseHTTPError, exception_from_message
 from libcloud.compute.drivers.azure_arm import AzureNodeDriver
+from libcloud.compute.drivers.ec2 import NAMESPACE as EC2_NAMESPACE
+from libcloud.compute.drivers.ec2 import EC2Connection, EC2NodeDriver, EC2SecurityGroup
+from libcloud.compute.drivers.openstack import (
+    OpenStack_2_Connection,
+    OpenStack_2_NetworkConnection,
+    OpenStack_2_NodeDriver,
+)
+
+from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import access_for
 
 
 def run_real(obj, cls, *names):
@@ -521,3 +536,311 @@ class FakeGce:
             del self.instances[rest[0]]
             return response({"status": "DONE"})
         raise AssertionError("unexpected GCE call %s instances/%s" % (method, rest))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The cluster the access tests make on each fake cloud (test__access.py, test__cloud_*_access.py).
+
+CLUSTER = "demo"
+NAME = "tfdist-demo"
+CONTROLLER = "203.0.113.7/32"
+NEW_CONTROLLER = "203.0.113.99/32"
+OLD_CONTROLLER = "198.51.100.9/32"
+PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRmZGlzdC10ZXN0LWtleQ tfdist@controller"
+INTERNAL = ("8020", "2222-2229")
+
+
+def create_node_accepts(cls, kwargs):
+    """The create_node keyword arguments are ones the real driver's create_node takes."""
+    inspect.signature(cls.create_node).bind(None, "tfdist-worker-0", "size", "image", **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OpenStack: neutron security groups and nova key pairs behind OpenStack_2_NodeDriver's own code
+# (test__cloud_openstack_access.py, test__cloud_openstack_audit.py, test__access.py).
+
+
+class OpenStackCloud:
+    """Neutron's /v2.0/security-groups and nova's /os-keypairs, keeping state; the driver runs libcloud's code."""
+
+    TENANT = "tenant-1"
+
+    def __init__(self):
+        self.groups = {}  # id -> neutron security_group JSON, rules included
+        self.keypairs = {}  # name -> nova keypair JSON
+        self.in_use = collections.Counter()  # group id -> DELETEs to refuse with 409 (nodes still terminating)
+        self._ids = itertools.count(1)
+        driver = create_autospec(OpenStack_2_NodeDriver, instance=True)
+        driver.type = "openstack"
+        driver.connection = create_autospec(OpenStack_2_Connection, instance=True)
+        driver.connection.request.side_effect = self._nova
+        driver.network_connection = create_autospec(OpenStack_2_NetworkConnection, instance=True)
+        driver.network_connection.request.side_effect = self._neutron
+        run_real(driver, OpenStack_2_NodeDriver,
+                 "list_key_pairs", "import_key_pair_from_string", "delete_key_pair", "_to_key_pairs", "_to_key_pair",
+                 "ex_list_security_groups", "ex_create_security_group", "ex_delete_security_group",
+                 "ex_create_security_group_rule", "ex_delete_security_group_rule",
+                 "_to_security_groups", "_to_security_group", "_to_security_group_rules", "_to_security_group_rule")
+        self.driver = driver
+
+    # -- nova
+    def _nova(self, action, params=None, data="", headers=None, method="GET", raw=False):
+        if (method, action) == ("GET", "/os-keypairs"):
+            return response({"keypairs": [{"keypair": dict(k)} for k in self.keypairs.values()]})
+        if (method, action) == ("POST", "/os-keypairs"):
+            key = sent(data)["keypair"]
+            if key["name"] in self.keypairs:
+                raise BaseHTTPError(409, "Key pair '%s' already exists." % key["name"])
+            self.keypairs[key["name"]] = dict(key, fingerprint="fp:%d" % next(self._ids), user_id="u1")
+            return response({"keypair": dict(self.keypairs[key["name"]])})
+        if method == "DELETE" and action.startswith("/os-keypairs/"):
+            if self.keypairs.pop(action.rsplit("/", 1)[1], None) is None:
+                raise BaseHTTPError(404, "Keypair not found")
+            return response(None, 202)
+        raise AssertionError("unexpected nova call %s %s" % (method, action))
+
+    # -- neutron
+    def _neutron(self, action, params=None, data="", headers=None, method="GET", raw=False):
+        if (method, action) == ("GET", "/v2.0/security-groups"):
+            return response({"security_groups": copy.deepcopy(list(self.groups.values()))})
+        if (method, action) == ("POST", "/v2.0/security-groups"):
+            body = sent(data)["security_group"]
+            return response({"security_group": copy.deepcopy(self.add_group(body["name"], body["description"]))}, 201)
+        if method == "DELETE" and action.startswith("/v2.0/security-groups/"):
+            group_id = action.rsplit("/", 1)[1]
+            if self.in_use[group_id]:
+                self.in_use[group_id] -= 1
+                raise BaseHTTPError(409, "Security Group %s in use." % group_id)
+            del self.groups[group_id]
+            return response(None, 204)
+        if (method, action) == ("POST", "/v2.0/security-group-rules"):
+            rule = sent(data)["security_group_rule"]
+            group = self.groups[rule["security_group_id"]]
+            assert rule["remote_group_id"] is None or rule["remote_group_id"] in self.groups
+            assert rule["remote_group_id"] is None or rule["remote_ip_prefix"] is None
+            keys = ("direction", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id")
+            same = [r for r in group["security_group_rules"] if all(r.get(k) == rule.get(k) for k in keys)]
+            if same:
+                raise BaseHTTPError(409, "Security group rule already exists. Rule id is %s." % same[0]["id"])
+            rule = dict(rule, id="rule-%d" % next(self._ids), ethertype="IPv4", tenant_id=self.TENANT)
+            group["security_group_rules"].append(rule)
+            return response({"security_group_rule": dict(rule)}, 201)
+        if method == "DELETE" and action.startswith("/v2.0/security-group-rules/"):
+            rule_id = action.rsplit("/", 1)[1]
+            for group in self.groups.values():
+                group["security_group_rules"] = [r for r in group["security_group_rules"] if r["id"] != rule_id]
+            return response(None, 204)
+        raise AssertionError("unexpected neutron call %s %s" % (method, action))
+
+    # -- set-up and inspection
+    def add_group(self, name, description="", ingress=()):
+        """A group as neutron makes it (two egress rules), plus ingress rules (protocol, low, high, remote)."""
+        group_id = "sg-%d" % next(self._ids)
+        rules = [dict(id="rule-%d" % next(self._ids), security_group_id=group_id, direction="egress", ethertype=e,
+                      protocol=None, port_range_min=None, port_range_max=None, remote_ip_prefix=None,
+                      remote_group_id=None, tenant_id=self.TENANT) for e in ("IPv4", "IPv6")]
+        self.groups[group_id] = dict(id=group_id, name=name, description=description, tenant_id=self.TENANT,
+                                     security_group_rules=rules)
+        for protocol, low, high, remote in ingress:
+            self.add_ingress(group_id, protocol, low, high, remote)
+        return self.groups[group_id]
+
+    def add_ingress(self, group_id, protocol, low, high, remote):
+        """remote: a CIDR, or 'group:<name>' for a remote security group."""
+        remote_group = self.group(remote[6:])["id"] if remote.startswith("group:") else None
+        self.groups[group_id]["security_group_rules"].append(dict(
+            id="rule-%d" % next(self._ids), security_group_id=group_id, direction="ingress", ethertype="IPv4",
+            protocol=protocol, port_range_min=low, port_range_max=high,
+            remote_ip_prefix=None if remote_group else remote, remote_group_id=remote_group, tenant_id=self.TENANT))
+
+    def group(self, name):
+        found = [g for g in self.groups.values() if g["name"] == name]
+        return found[0] if found else None
+
+    def ingress(self, name):
+        """What comes in to the group's members: {(protocol, low, high, source)}, source a CIDR or group:<name>."""
+        names = dict((g["id"], g["name"]) for g in self.groups.values())
+        return set((r["protocol"], r["port_range_min"], r["port_range_max"],
+                    "group:%s" % names[r["remote_group_id"]] if r["remote_group_id"] else r["remote_ip_prefix"])
+                   for r in self.group(name)["security_group_rules"] if r["direction"] == "ingress")
+
+
+def openstack_access(cloud, cluster=CLUSTER, ssh=(CONTROLLER,), ports=INTERNAL, public=()):
+    return access_for(cloud.driver, cluster, list(ssh), list(ports), "ubuntu", {}, list(public))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# EC2: security groups behind EC2NodeDriver's methods and the query API _access calls itself
+# (test__cloud_ec2_access.py, test__access.py, modules/test_libcloud_access.py; the emulator covers EC2 end to end).
+
+
+class Ec2Cloud:
+    """Security groups behind EC2NodeDriver's methods, and the query API _access calls itself (key pairs, revoke)."""
+
+    OWNER = "123456789012"
+
+    def __init__(self):
+        self.groups = {}  # id -> {name, description, vpc_id, tags, perms: [{protocol, from, to, cidrs, groups}]}
+        self.keys = {}  # name -> {material, tags}
+        self.in_use = collections.Counter()  # group id -> deletes to refuse with DependencyViolation
+        self.fail_delete = {}  # group id -> error text for every delete
+        self._ids = itertools.count(1)
+        driver = create_autospec(EC2NodeDriver, instance=True)
+        driver.type = "ec2"
+        driver.path = "/"
+        driver.connection = create_autospec(EC2Connection, instance=True)
+        driver.connection.request.side_effect = self._query
+        driver.ex_get_security_groups.side_effect = self._get_groups
+        driver.ex_create_security_group.side_effect = self._create_group
+        driver.ex_create_tags.side_effect = self._create_tags
+        driver.ex_authorize_security_group_ingress.side_effect = self._authorize
+        driver.ex_revoke_security_group_ingress.side_effect = self._revoke
+        driver.ex_delete_security_group_by_id.side_effect = self._delete_group
+        self.driver = driver
+
+    # -- query API (XML answers, as libcloud's connection gives them)
+    def _query(self, action, params=None, data=None, headers=None, method="GET", raw=False, stream=False, json=None,
+               retry_failed=None):
+        params = dict(params)
+        name = params["Action"]
+        if name == "DescribeKeyPairs":
+            value = params["Filter.1.Value.1"]
+            if params["Filter.1.Name"] == "key-name":
+                found = [k for k in self.keys if k == value]
+            else:
+                tag = params["Filter.1.Name"].split(":", 1)[1]
+                found = [k for k, key in self.keys.items() if key["tags"].get(tag) == value]
+            items = "".join("<item><keyName>%s</keyName></item>" % k for k in found)
+            return self._xml("DescribeKeyPairsResponse", "<keySet>%s</keySet>" % items)
+        if name == "ImportKeyPair":
+            if params["KeyName"] in self.keys:
+                raise Exception("InvalidKeyPair.Duplicate: The keypair '%s' already exists." % params["KeyName"])
+            tags = {}
+            if params.get("TagSpecification.1.ResourceType") == "key-pair":
+                tags[params["TagSpecification.1.Tag.1.Key"]] = params["TagSpecification.1.Tag.1.Value"]
+            material = base64.b64decode(params["PublicKeyMaterial"]).decode()
+            self.keys[params["KeyName"]] = {"material": material, "tags": tags}
+            return self._xml("ImportKeyPairResponse", "<keyName>%s</keyName>" % params["KeyName"])
+        if name == "DeleteKeyPair":
+            self.keys.pop(params["KeyName"], None)
+            return self._xml("DeleteKeyPairResponse", "<return>true</return>")
+        if name == "RevokeSecurityGroupIngress":
+            # AWS revokes only a rule given exactly: protocol, ports and source.
+            cidrs = [v for k, v in params.items() if k.startswith("IpPermissions.1.IpRanges.")]
+            groups = [v for k, v in params.items() if k.startswith("IpPermissions.1.Groups.")]
+            low, high = params.get("IpPermissions.1.FromPort"), params.get("IpPermissions.1.ToPort")
+            self._revoke(params["GroupId"], low and int(low), high and int(high), cidrs,
+                         [{"group_id": g} for g in groups], params["IpPermissions.1.IpProtocol"])
+            return self._xml("RevokeSecurityGroupIngressResponse", "<return>true</return>")
+        raise AssertionError("unexpected EC2 call %s" % params)
+
+    @staticmethod
+    def _xml(root, inner):
+        return response(ET.fromstring('<%s xmlns="%s">%s</%s>' % (root, EC2_NAMESPACE, inner, root)))
+
+    # -- the driver's security group methods
+    def _get_groups(self, group_ids=None, group_names=None, filters=None):
+        found = []
+        for group_id, g in self.groups.items():
+            if group_ids is not None and group_id not in group_ids:
+                continue
+            if group_names is not None and g["name"] not in group_names:
+                continue
+            matches = True
+            for key, value in (filters or {}).items():
+                if key == "group-name":
+                    matches = matches and g["name"] == value
+                elif key.startswith("tag:"):
+                    matches = matches and g["tags"].get(key[4:]) == value
+                else:
+                    raise AssertionError("filter %s not modelled" % key)
+            if matches:
+                found.append(EC2SecurityGroup(group_id, g["name"], [self._rule(p) for p in g["perms"]], [], extra={
+                    "description": g["description"], "vpc_id": g["vpc_id"], "owner_id": self.OWNER,
+                    "tags": dict(g["tags"])}))
+        return found
+
+    def _rule(self, perm):
+        # As libcloud's EC2 driver parses DescribeSecurityGroups: ports are strings, absent for all-traffic rules.
+        return {"protocol": perm["protocol"],
+                "from_port": None if perm["from"] is None else str(perm["from"]),
+                "to_port": None if perm["to"] is None else str(perm["to"]),
+                "group_pairs": [{"user_id": self.OWNER, "group_id": g, "group_name": None} for g in perm["groups"]],
+                "cidr_ips": list(perm["cidrs"])}
+
+    def _create_group(self, name, description, vpc_id=None):
+        if any(g["name"] == name and g["vpc_id"] == vpc_id for g in self.groups.values()):
+            raise Exception("InvalidGroup.Duplicate: The security group '%s' already exists" % name)
+        return {"group_id": self.add_group(name, vpc_id=vpc_id, description=description)}
+
+    def _create_tags(self, resource, tags):
+        self.groups[resource.id]["tags"].update(tags)
+        return True
+
+    def _perm(self, group_id, protocol, low, high):
+        for perm in self.groups[group_id]["perms"]:
+            if (perm["protocol"], perm["from"], perm["to"]) == (protocol, low, high):
+                return perm
+        return None
+
+    def _authorize(self, id, from_port, to_port, cidr_ips=None, group_pairs=None, protocol="tcp", description=None):
+        perm = self._perm(id, protocol, from_port, to_port)
+        if perm is None:
+            perm = {"protocol": protocol, "from": from_port, "to": to_port, "cidrs": [], "groups": []}
+            self.groups[id]["perms"].append(perm)
+        for cidr in cidr_ips or []:
+            if cidr in perm["cidrs"]:
+                raise Exception("InvalidPermission.Duplicate: the rule already exists")
+            perm["cidrs"].append(cidr)
+        for pair in group_pairs or []:
+            assert pair["group_id"] in self.groups, pair
+            if pair["group_id"] in perm["groups"]:
+                raise Exception("InvalidPermission.Duplicate: the rule already exists")
+            perm["groups"].append(pair["group_id"])
+        return True
+
+    def _revoke(self, id, from_port, to_port, cidr_ips=None, group_pairs=None, protocol="tcp"):
+        perm = self._perm(id, protocol, from_port, to_port)
+        cidrs, groups = list(cidr_ips or []), [p["group_id"] for p in group_pairs or []]
+        if perm is None or not (cidrs or groups) or not set(cidrs) <= set(perm["cidrs"]) \
+                or not set(groups) <= set(perm["groups"]):
+            raise Exception("InvalidPermission.NotFound: The specified rule does not exist in this security group.")
+        perm["cidrs"] = [c for c in perm["cidrs"] if c not in cidrs]
+        perm["groups"] = [g for g in perm["groups"] if g not in groups]
+        if not perm["cidrs"] and not perm["groups"]:
+            self.groups[id]["perms"].remove(perm)
+        return True
+
+    def _delete_group(self, group_id):
+        if group_id in self.fail_delete:
+            raise Exception(self.fail_delete[group_id])
+        if self.in_use[group_id]:
+            self.in_use[group_id] -= 1
+            raise Exception("DependencyViolation: resource %s has a dependent object" % group_id)
+        del self.groups[group_id]
+        return True
+
+    # -- set-up and inspection
+    def add_group(self, name, vpc_id="vpc-default", description="", tags=None):
+        group_id = "sg-%04d" % next(self._ids)
+        self.groups[group_id] = {"name": name, "description": description, "vpc_id": vpc_id,
+                                 "tags": dict(tags or {}), "perms": []}
+        return group_id
+
+    def group_id(self, name):
+        found = [i for i, g in self.groups.items() if g["name"] == name]
+        return found[0] if found else None
+
+    def ingress(self, name):
+        """{(protocol, low, high, source)}, source a CIDR or group:<name>."""
+        group = self.groups[self.group_id(name)]
+        rules = set()
+        for perm in group["perms"]:
+            rules.update((perm["protocol"], perm["from"], perm["to"], c) for c in perm["cidrs"])
+            rules.update((perm["protocol"], perm["from"], perm["to"], "group:" + self.groups[g]["name"])
+                         for g in perm["groups"])
+        return rules
+
+
+def ec2_access(cloud, cluster=CLUSTER, ssh=(CONTROLLER,), ports=INTERNAL, public=(), options=None):
+    return access_for(cloud.driver, cluster, list(ssh), list(ports), "ec2-user", options or {}, list(public))

@@ -1,7 +1,8 @@
 """The leak audit's rules (module_utils/_audit.py): what counts as a cluster's resource, what is gone, what an orphan is.
 
 A fake libcloud driver holds the nodes and volumes; the key pairs and firewalls of each cloud are tested with that
-cloud's access (test__access.py), the whole audit against the EC2 emulator and Docker in tests/e2e/test_audit.py.
+cloud's access (test__cloud_<cloud>_access.py), the whole audit against the EC2 emulator and Docker in
+tests/e2e/test_audit.py.
 """
 
 from types import SimpleNamespace

@@ -1,6 +1,6 @@
 """The leak audit on OpenStack lists a cluster's ports and the floating IPs on them (_cloud_openstack.OpenStackAccess
 .found through _audit.find), run through libcloud's own OpenStack_2_NodeDriver code over the fake neutron of
-test__access.py, extended here with /v2.0/ports and /v2.0/floatingips as neutron answers them."""
+libcloud_fakes.py, extended here with /v2.0/ports and /v2.0/floatingips as neutron answers them."""
 
 import pytest
 
@@ -8,8 +8,11 @@ from libcloud.compute.drivers.openstack import OpenStack_2_NodeDriver
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import access_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._audit import find, report
-from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import response, run_real
-from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.test__access import OpenStackCloud
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import (
+    OpenStackCloud,
+    response,
+    run_real,
+)
 
 
 class NeutronWithPorts(OpenStackCloud):

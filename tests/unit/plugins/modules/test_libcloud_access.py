@@ -1,13 +1,11 @@
 """tfdist.cluster.libcloud_access run in-process against a registered EC2-like provider.
 
-The provider is tests/unit/plugins/module_utils/test__access.py's Ec2Cloud: an EC2NodeDriver made with
-create_autospec whose security groups and key pairs keep state. The rule logic itself is tested there;
-here, what the module takes and gives back.
+The provider is tests/unit/plugins/module_utils/libcloud_fakes.py's Ec2Cloud: an EC2NodeDriver made with
+create_autospec whose security groups and key pairs keep state. The rule logic itself is tested in
+test__cloud_ec2_access.py; here, what the module takes and gives back.
 """
 
-import importlib.util
 import json
-import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -15,27 +13,20 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import register_driver
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_access
+from ansible_collections.tfdist.cluster.tests.unit.plugins.module_utils.libcloud_fakes import (
+    CONTROLLER,
+    NAME,
+    PUBKEY,
+    Ec2Cloud,
+)
 
-
-def _load_fakes():
-    path = os.path.join(os.path.dirname(__file__), "..", "module_utils", "test__access.py")
-    spec = importlib.util.spec_from_file_location("tfdist_access_fakes", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fakes = _load_fakes()
 PROVIDER = "tfdist_test_ec2"
-NAME = "tfdist-demo"
-CONTROLLER = "203.0.113.7/32"
-PUBKEY = fakes.PUBKEY
 
 
 @pytest.fixture
 def ec2():
     """A fresh EC2-like cloud, reachable as provider tfdist_test_ec2; counts how often a driver was made."""
-    cloud = fakes.Ec2Cloud()
+    cloud = Ec2Cloud()
     cloud.connects = []
 
     def connect(**kwargs):

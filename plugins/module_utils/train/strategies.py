@@ -57,14 +57,7 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         return ds.map(lambda bx, by: (bx, by, shard)).prefetch(2)
 
     per_worker_iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
-
-    def replica_step(bx, by):
-        with tf.GradientTape() as tape:
-            logits = state.model(bx, training=True)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by, logits=logits))
-        grads = tape.gradient(loss, state.model.trainable_variables)
-        state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))
-        return loss
+    replica_step = gradient_step(tf, state, tf.reduce_mean)
 
     @tf.function
     def train_steps(iterator, num_steps):
@@ -76,18 +69,30 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         shard_steps.scatter_add(tf.IndexedSlices(tf.fill([1], tf.cast(num_steps, tf.int64)), tf.reshape(shard, [1])))
         return total / tf.cast(num_steps, tf.float32)
 
-    # Keep a bounded queue of scheduled functions: enough to keep every worker busy,
-    # few enough that progress, checkpoints and failures are noticed quickly.
+    saved_step = schedule_steps(tf, args, lambda k: coordinator.schedule(train_steps, args=(per_worker_iterator, k)),
+                                state, progress, initial, limit=args.max_in_flight * num_workers)
+    coordinator.join()
+    final_step = int(state.step.numpy())
+    save_last(state, final_step, saved_step)
+    extra = {"num_workers": num_workers, "num_ps": num_ps, "worker_steps": [int(s) for s in shard_steps.numpy()]}
+    return report_results(keras, np, args, data, state, progress, final_step, extra)
+
+
+def schedule_steps(tf, args, schedule, state, progress, initial, limit):
+    """Train from step initial to args.steps with functions scheduled on the workers (schedule(k) runs k steps,
+    returning its remote loss); the step of the last periodic checkpoint. A stop saves what was trained first.
+
+    Keeps a bounded queue of scheduled functions (limit): enough to keep every worker busy, few enough that
+    progress, checkpoints and failures are noticed quickly.
+    """
     in_flight = collections.deque()
-    limit = args.max_in_flight * num_workers
-    scheduled = done = initial
-    next_checkpoint = (initial // args.checkpoint_every + 1) * args.checkpoint_every
-    saved_step = initial
+    scheduled = done = saved_step = initial
+    next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
     try:
         while scheduled < args.steps or in_flight:
             if scheduled < args.steps and len(in_flight) < limit:
                 k = min(args.steps_per_execution, args.steps - scheduled)
-                in_flight.append((coordinator.schedule(train_steps, args=(per_worker_iterator, k)), k))
+                in_flight.append((schedule(k), k))
                 scheduled += k
                 continue
             remote_loss, k = in_flight.popleft()
@@ -97,18 +102,11 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
             if done >= next_checkpoint:
                 saved_step = int(state.step.numpy())
                 state.save(saved_step)
-                next_checkpoint = (done // args.checkpoint_every + 1) * args.checkpoint_every
+                next_checkpoint = checkpoint_after(done, args.checkpoint_every)
     except Terminated:
         save_when_stopped(state, saved_step)
         raise
-    coordinator.join()
-    final_step = int(state.step.numpy())
-    if final_step != saved_step or not state.manager.latest_checkpoint:
-        state.save(final_step)
-    progress.step = final_step
-    progress.flush()
-    extra = {"num_workers": num_workers, "num_ps": num_ps, "worker_steps": [int(s) for s in shard_steps.numpy()]}
-    return finish(keras, np, args, data, state, progress, final_step, extra)
+    return saved_step
 
 
 def save_when_stopped(state, saved_step):
@@ -165,17 +163,8 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
     progress is None on the tasks other than the chief.
     """
     is_chief = progress is not None
-    if cluster:
-        if "ps" in cluster:
-            raise SystemExit("multi_worker_mirrored takes no ps tasks; cluster is %s" % json.dumps(cluster))
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
-        name = "multi_worker_mirrored"
-    else:
-        strategy = tf.distribute.get_strategy()
-        name = "local"
-    replicas = strategy.num_replicas_in_sync
-    global_batch = args.batch_size * replicas
+    strategy, name = synchronous_strategy(tf, cluster)
+    global_batch = args.batch_size * strategy.num_replicas_in_sync
     if progress:
         progress.strategy, progress.examples_per_step = name, global_batch
     state = Trainable(tf, keras, args, data, strategy)
@@ -198,15 +187,8 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         return ds.batch(context.get_per_replica_batch_size(global_batch), drop_remainder=True).prefetch(2)
 
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-
-    def replica_step(bx, by):
-        with tf.GradientTape() as tape:
-            logits = state.model(bx, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by, logits=logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        grads = tape.gradient(loss, state.model.trainable_variables)
-        state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))  # all-reduces the gradients
-        return loss
+    replica_step = gradient_step(
+        tf, state, lambda per_example: tf.nn.compute_average_loss(per_example, global_batch_size=global_batch))
 
     @tf.function
     def train_steps(it, num_steps):
@@ -222,11 +204,37 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         scratch = os.path.join(args.task_dir or args.work_dir, "checkpoint-scratch-%d" % os.getpid())
         state.manager = tf.train.CheckpointManager(state.checkpoint, scratch, max_to_keep=1)
 
+    done, saved_step = run_steps(tf, args, lambda k: train_steps(iterator, tf.constant(k)), state, progress, initial)
+    save_last(state, done, saved_step)
+    if not is_chief:
+        shutil.rmtree(state.manager.directory, ignore_errors=True)
+        log("worker finished at step %d" % done)
+        return 0
+    extra = {"num_workers": len(cluster.get("worker", [])) + (1 if "chief" in cluster else 0) if cluster else 1,
+             "num_ps": 0}
+    return report_results(keras, np, args, data, state, progress, done, extra)
+
+
+def synchronous_strategy(tf, cluster):
+    """(strategy, its name): MultiWorkerMirroredStrategy across the cluster, or the default one in one process."""
+    if not cluster:
+        return tf.distribute.get_strategy(), "local"
+    if "ps" in cluster:
+        raise SystemExit("multi_worker_mirrored takes no ps tasks; cluster is %s" % json.dumps(cluster))
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    return strategy, "multi_worker_mirrored"
+
+
+def run_steps(tf, args, train_steps, state, progress, initial):
+    """Train from step initial to args.steps in the same process (train_steps(k) runs k steps, returning their
+    mean loss), saving a checkpoint every args.checkpoint_every steps; (the last step, the last periodic
+    checkpoint's). progress is None on the tasks other than the chief."""
     done = saved_step = initial
-    next_checkpoint = (initial // args.checkpoint_every + 1) * args.checkpoint_every
+    next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
     while done < args.steps:
         k = min(args.steps_per_execution, args.steps - done, next_checkpoint - done)
-        loss = float(train_steps(iterator, tf.constant(k)))
+        loss = float(train_steps(k))
         done += k
         if progress:
             progress.update(done, loss)
@@ -234,14 +242,35 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
             state.save(done)
             saved_step = done
             next_checkpoint += args.checkpoint_every
-    if done != saved_step or not state.manager.latest_checkpoint:
-        state.save(done)
-    if not is_chief:
-        shutil.rmtree(state.manager.directory, ignore_errors=True)
-        log("worker finished at step %d" % done)
-        return 0
-    progress.step = done
+    return done, saved_step
+
+
+def gradient_step(tf, state, average):
+    """One training step on one replica: the cross-entropy of a batch, averaged by average(per_example losses),
+    and its gradients applied to the model (all-reduced across the workers under multi_worker_mirrored)."""
+    def replica_step(bx, by):
+        with tf.GradientTape() as tape:
+            logits = state.model(bx, training=True)
+            loss = average(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by, logits=logits))
+        grads = tape.gradient(loss, state.model.trainable_variables)
+        state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))
+        return loss
+    return replica_step
+
+
+def checkpoint_after(step, every):
+    """The step of the first periodic checkpoint after this one."""
+    return (step // every + 1) * every
+
+
+def save_last(state, step, saved_step):
+    """A checkpoint of the last step, unless the last periodic one holds it already."""
+    if step != saved_step or not state.manager.latest_checkpoint:
+        state.save(step)
+
+
+def report_results(keras, np, args, data, state, progress, step, extra):
+    """The chief's last progress line, then its results (results.finish)."""
+    progress.step = step
     progress.flush()
-    extra = {"num_workers": len(cluster.get("worker", [])) + (1 if "chief" in cluster else 0) if cluster else 1,
-             "num_ps": 0}
-    return finish(keras, np, args, data, state, progress, done, extra)
+    return finish(keras, np, args, data, state, progress, step, extra)

@@ -1057,12 +1057,9 @@ class ClusterNodes:
 
     def run(self):
         params = self.params
-        # Terminated nodes linger in some clouds' listings (EC2) but are gone for good.
         present = params['state'] == 'present'
         spot = spot_roles(self.driver, params['roles']) if present else {}
-        # Another controller's nodes of a cluster of the same name are not this cluster's (_owner.py).
-        current = [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated'
-                   and is_own(resource_tags(pair[0]).get(TAG_OWNER), self.params['owner'], self.params['own_unmarked'])]
+        current = self.current_nodes()
         plan = make_plan(current, params['roles'], params['state'])
         # Sizes are listed once when the cluster has nodes, for the sizes to create and for the plan's prices.
         sizes = self.driver.list_sizes() if present and any(spec['count'] > 0 for spec in params['roles']) else None
@@ -1096,26 +1093,9 @@ class ClusterNodes:
                 fresh = dict((node.id, node) for node in self.wait(pending, created))
                 created = [fresh.get(node.id, node) for node in created]
                 kept = [fresh.get(node.id, node) for node in kept]
-            if to_remove:
-                errors = destroy_nodes(self.connect, to_remove)
-                removed = [node for node, error in zip(to_remove, errors) if error is None]
-                failed = ['%s (%s)' % (node.name, error) for node, error in zip(to_remove, errors) if error is not None]
-                if failed:
-                    left = [node for node, error in zip(to_remove, errors) if error is not None]
-                    self.fail('Failed to destroy %s%s' % (', '.join(failed), self.release_stopped(left)),
-                              created=created, removed=removed)
-                if self.known_hosts():
-                    # A removed duplicate may share its name with a node that stays: that node's line stays too.
-                    staying = set(node.name for node in kept + created)
-                    record(self.known_hosts(), {}, forget=[node.name for node in removed if node.name not in staying])
-        # A cloud of tfdist's own driver (docker) may hold more of the cluster once its nodes are gone.
-        leftovers = []
-        if not present and hasattr(self.driver, 'ex_destroy_leftovers'):
-            try:
-                leftovers = self.driver.ex_destroy_leftovers(self.cluster, check_mode=self.module.check_mode)
-            except TfdistCloudError as e:
-                self.fail('Failed to remove what cluster %s left: %s' % (self.cluster, e), removed=removed)
-            changed = changed or bool(leftovers)
+            removed = self.remove(to_remove, created, staying=kept + created)
+        leftovers = [] if present else self.destroy_leftovers(removed)
+        changed = changed or bool(leftovers)
 
         nodes = sorted((self.to_dict(node) for node in kept + created),
                        key=lambda n: (cluster_order(n['role'], n['index']), n['id']))
@@ -1130,28 +1110,69 @@ class ClusterNodes:
             plan=self.plan_names(plan, chosen),
         )
         if present:
-            prices = role_prices(params['roles'], sizes, chosen)
-            for spec in params['roles']:
-                price, source = prices.get(spec['role'], (None, None))
-                result['plan'][spec['role']].update(spot=spec['role'] in spot, price=price, price_source=source)
-                # A role's zones as pin_zones left them: those of the cluster's running nodes, else the option's.
-                zones = [zone.name for zone in places[spec['role']][1]] if spec['role'] in places and params['zones'] \
-                    else params['zones']
-                zone, fallbacks = preference(spec, zones)
-                if zone or fallbacks:
-                    result['plan'][spec['role']].update(zone=zone, fallbacks=fallbacks)
-            result.update(routed=routed, placed=placed)
-            result['cost'] = cluster_cost([dict(role=spec['role'], count=spec['count'], spot=spec['role'] in spot,
-                                                price=result['plan'][spec['role']]['price'],
-                                                price_source=result['plan'][spec['role']]['price_source'],
-                                                size=chosen[spec['role']]['size'].id if spec['role'] in chosen else spec['size'])
-                                           for spec in params['roles']])
+            cost = self.price_plan(result['plan'], spot, sizes, chosen, places)
+            result.update(routed=routed, placed=placed, cost=cost)
         if self.module._diff:
             planned = set(node.name for node, identity in current if node.id not in removed_ids)
             planned.update(name for role in plan for name in result['plan'][role]['to_create'])
             result['diff'] = dict(before=dict(nodes=sorted(node.name for node, identity in current)),
                                   after=dict(nodes=sorted(planned)))
         self.module.exit_json(**result)
+
+    def current_nodes(self):
+        """[(node, identity)] of the cluster: its nodes that are not terminated (they linger in some clouds' listings,
+        EC2's, but are gone for good) and are this controller's (another controller's nodes of a cluster of the same
+        name are not this cluster's: _owner.py)."""
+        return [pair for pair in list_cluster_nodes(self.driver, self.cluster) if pair[0].state != 'terminated'
+                and is_own(resource_tags(pair[0]).get(TAG_OWNER), self.params['owner'], self.params['own_unmarked'])]
+
+    def remove(self, nodes, created, staying):
+        """Destroy these nodes; those destroyed, their host keys forgotten. Fails naming those that could not be
+        destroyed (released instead where they are powered off yet billed)."""
+        if not nodes:
+            return []
+        errors = destroy_nodes(self.connect, nodes)
+        removed = [node for node, error in zip(nodes, errors) if error is None]
+        failed = ['%s (%s)' % (node.name, error) for node, error in zip(nodes, errors) if error is not None]
+        if failed:
+            left = [node for node, error in zip(nodes, errors) if error is not None]
+            self.fail('Failed to destroy %s%s' % (', '.join(failed), self.release_stopped(left)),
+                      created=created, removed=removed)
+        if self.known_hosts():
+            # A removed duplicate may share its name with a node that stays (staying): that node's line stays too.
+            names = set(node.name for node in staying)
+            record(self.known_hosts(), {}, forget=[node.name for node in removed if node.name not in names])
+        return removed
+
+    def destroy_leftovers(self, removed):
+        """What a cloud of tfdist's own driver (docker) held of the cluster besides its nodes, removed once they are
+        gone (none elsewhere)."""
+        if not hasattr(self.driver, 'ex_destroy_leftovers'):
+            return []
+        try:
+            leftovers = self.driver.ex_destroy_leftovers(self.cluster, check_mode=self.module.check_mode)
+        except TfdistCloudError as e:
+            self.fail('Failed to remove what cluster %s left: %s' % (self.cluster, e), removed=removed)
+        return leftovers
+
+    def price_plan(self, plan_names, spot, sizes, chosen, places):
+        """The cluster's cost (cluster_cost); adds each role's spot, price and zones to its entry of plan_names."""
+        params = self.params
+        prices = role_prices(params['roles'], sizes, chosen)
+        for spec in params['roles']:
+            price, source = prices.get(spec['role'], (None, None))
+            plan_names[spec['role']].update(spot=spec['role'] in spot, price=price, price_source=source)
+            # A role's zones as pin_zones left them: those of the cluster's running nodes, else the option's.
+            zones = [zone.name for zone in places[spec['role']][1]] if spec['role'] in places and params['zones'] \
+                else params['zones']
+            zone, fallbacks = preference(spec, zones)
+            if zone or fallbacks:
+                plan_names[spec['role']].update(zone=zone, fallbacks=fallbacks)
+        return cluster_cost([dict(role=spec['role'], count=spec['count'], spot=spec['role'] in spot,
+                                  price=plan_names[spec['role']]['price'],
+                                  price_source=plan_names[spec['role']]['price_source'],
+                                  size=chosen[spec['role']]['size'].id if spec['role'] in chosen else spec['size'])
+                             for spec in params['roles']])
 
     def plan_names(self, plan, chosen=None):
         names = dict((role, dict(to_create=[node_name(self.cluster, role, index) for index in item['create']],

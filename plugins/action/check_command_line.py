@@ -22,6 +22,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHI
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import public_key
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
+from ansible_collections.tfdist.cluster.plugins.module_utils._storage import HDFS_PORTS
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
 # The settings the rules read, each passed by the task as the command line gave it.
@@ -118,7 +119,7 @@ def choice_errors(s):
     if s["tf_chief_name"] not in CHIEF_NAMES:
         yield "tf_chief_name: must be chief or master (Estimator-era scripts), got '%s'" % text(s["tf_chief_name"])
     if s["tf_strategy"] not in STRATEGIES:
-        yield "tf_strategy: must be parameter_server or multi_worker_mirrored, got '%s'" % text(s["tf_strategy"])
+        yield "tf_strategy: must be %s, got '%s'" % (" or ".join(STRATEGIES), text(s["tf_strategy"]))
     for field, why in FLAGS:
         if text(s[field]).lower() not in BOOLEANS:
             yield "%s: must be true or false (%s), got '%s'" % (field, why, text(s[field]))
@@ -160,7 +161,7 @@ def choice_errors(s):
     why = ports_error(s["tf_hdfs_ports"])
     if why:
         yield ("tf_hdfs_ports: must be a list of port numbers (1-65535), e.g. -e '{\"tf_hdfs_ports\": "
-               "[8020, 9864, 9866, 9867, 9870]}', got %r (%s)" % (s["tf_hdfs_ports"], why))
+               "%s}', got %r (%s)" % (sorted(HDFS_PORTS.values()), s["tf_hdfs_ports"], why))
     if s["tf_strategy"] != "parameter_server" and whole(s["tf_ps"]) != 0:
         yield ("tf_ps: multi_worker_mirrored uses no parameter servers; leave tf_ps unset or set it to 0 (got %s)"
                % text(s["tf_ps"]))

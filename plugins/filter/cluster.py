@@ -9,9 +9,29 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_check
+from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
+
+
+# The defaults that roles and playbooks share, each defined once in Python (a role's default reads it here).
+DEFAULTS = {
+    'port': _cluster.DEFAULT_PORT,
+    'hdfs_ports': _storage.HDFS_PORTS,
+    # What the cluster's nodes reach on each other: the TF port and HDFS's, as the firewall takes them.
+    'internal_ports': [str(port) for port in sorted([_cluster.DEFAULT_PORT, *_storage.HDFS_PORTS.values()])],
+    'venv': _cluster.NODE_VENV,
+    'python': _cluster.NODE_VENV + '/bin/python',
+    'strategies': list(STRATEGIES),
+}
+
+
+def tf_default(name):
+    try:
+        return DEFAULTS[name]
+    except KeyError:
+        raise AnsibleFilterError('tf_default: no default named %r (known: %s)' % (name, ', '.join(DEFAULTS))) from None
 
 
 def tf_tasks(hostvars, hosts=None, default_port=_cluster.DEFAULT_PORT, groups=None, cluster_group=None, role_groups=None):
@@ -202,6 +222,7 @@ def tf_routed_lines(result):
 class FilterModule:
     def filters(self):
         return {
+            'tf_default': tf_default,
             'tf_tasks': tf_tasks,
             'tf_task_layout': tf_task_layout,
             'tf_task_name': tf_task_name,

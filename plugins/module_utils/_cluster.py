@@ -52,7 +52,10 @@ CLUSTER_NAME_RE = re.compile(r'^[a-z][a-z0-9-]*$')
 # Greedy cluster part: role and index are anchored at the end, so dashes in the cluster name are fine.
 NODE_NAME_RE = re.compile(r'^(?P<cluster>[a-z][a-z0-9-]*)-(?P<role>%s)-(?P<index>[0-9]+)$' % '|'.join(TASK_TYPES))
 
+# A TF task's port when it has none of its own (the first of consecutive ones on a machine with several tasks).
 DEFAULT_PORT = 2222
+# The nodes' TensorFlow virtualenv (the tensorflow role's), whose bin/python runs the TF tasks.
+NODE_VENV = '/opt/tfdist/venv'
 
 
 class ClusterError(ValueError):

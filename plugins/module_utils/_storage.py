@@ -46,7 +46,9 @@ def fsspec_import_error():
 SCHEMES = ('file', 'hdfs', 'webhdfs', 's3')
 # What a dataset may also be: a built-in dataset of the training role, or a web download.
 BUILTIN_PREFIX = 'builtin:'
-WEBHDFS_PORT = 9870
+# The ports of the cluster's own HDFS (Hadoop 3's numbers): the hdfs role's defaults, opened between the nodes.
+HDFS_PORTS = {'namenode_rpc': 8020, 'namenode_http': 9870, 'datanode': 9866, 'datanode_http': 9864, 'datanode_ipc': 9867}
+WEBHDFS_PORT = HDFS_PORTS['namenode_http']
 # hdfs:///PATH names no NameNode: it is the cluster's own HDFS (tf_hdfs).
 CLUSTER_HDFS = 'hdfs:///'
 # What the nodes' virtualenv needs to reach storage URLs themselves.

@@ -7,6 +7,7 @@ from ansible_collections.tfdist.cluster.plugins.filter.cluster import (
     tf_cluster_spec,
     tf_config,
     tf_count_error,
+    tf_default,
     tf_flags,
     tf_launch_order,
     tf_launches,
@@ -195,3 +196,9 @@ def test_parameter_server_without_a_chief_is_coordinated_by_worker_0():
     assert coordinated(spec, "ps", 0) == (view, "ps", 0)
     with_chief = dict(spec, chief=["10.0.0.9:2222"])
     assert coordinated(with_chief, "worker", 1) == (with_chief, "worker", 1)
+
+
+def test_a_shared_default_unknown_by_name_is_refused_naming_the_known_ones():
+    assert tf_default("internal_ports") == ["2222", "8020", "9864", "9866", "9867", "9870"]
+    with pytest.raises(AnsibleFilterError, match="no default named 'prot' [(]known: port, hdfs_ports, "):
+        tf_default("prot")

@@ -30,11 +30,15 @@ import tempfile
 import time
 import uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))  # the one way to run a playbook
+from ansible.plugins.loader import init_plugin_loader
 
-from ansible_cli import remove_artifacts, run_playbook  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
+
 from goals import goal, write  # noqa: E402
+
+from ansible_collections.tfdist.cluster.tests.ansible_cli import remove_artifacts, run_playbook, tail  # noqa: E402
 
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
 # The kinds of node, each a cloud and its settings, in the order a round deploys them.
@@ -51,7 +55,7 @@ def playbook(name, *extra):
     started = time.time()
     run = run_playbook(f"playbooks/{name}.yml", *extra, env={"TFDIST_CA_BUNDLE": CA_BUNDLE}, timeout=TIMEOUT)
     if run.returncode != 0:
-        sys.exit(f"{name} {' '.join(extra)} failed:\n{run.stdout[-4000:]}")
+        sys.exit(f"{name} {' '.join(extra)} failed:\n{tail(run)}")
     return time.time() - started
 
 

@@ -21,11 +21,14 @@ import statistics
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(REPO, "tests"), os.path.join(REPO, "tests", "runtime")]
+from ansible.plugins.loader import init_plugin_loader
 
-import local_cluster as lc  # noqa: E402 - the tests' runner of real TF tasks
-from emulators.ec2 import ec2_emulator  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
+
+from ansible_collections.tfdist.cluster.tests.emulators.ec2 import ec2_emulator  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.runtime import local_cluster as lc  # noqa: E402 - real TF tasks
 
 
 def train(work, steps, url):
@@ -54,7 +57,7 @@ def main():
         for n in range(a.rounds):
             for kind in runs:
                 url = {"baseline": "", "file://": "file://%s/copy-%d" % (tmp, n), "s3://": "s3://bench/run-%d" % n}[kind]
-                figures = train(os.path.join(tmp, "%s-%d" % (kind[:4], n)), a.steps, url)
+                figures = train(os.path.join(tmp, "%s-%d" % (kind.rstrip(":/"), n)), a.steps, url)
                 runs[kind].append(figures)
                 print("round %d %-8s %8.1f examples/s, %5.1f s training" % (
                     n + 1, kind, figures["examples_per_sec"], figures["training_seconds"]), flush=True)

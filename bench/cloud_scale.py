@@ -24,19 +24,27 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))  # the emulator lives with the tests
-sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
+from ansible.plugins.loader import init_plugin_loader
 
-from emulators.ec2 import CLUSTER_KEY, ansible_env, ec2_emulator, inventory_config, run_inventory, run_libcloud_node  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
+
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
+
+from ansible_collections.tfdist.cluster.tests.ansible_cli import run, tail  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.emulators.ec2 import (  # noqa: E402
+    CLUSTER_KEY,
+    cli_settings,
+    ec2_emulator,
+    inventory_config,
+    run_inventory,
+    run_libcloud_node,
+)
 
 PHASES = ("plan", "create", "inventory", "cached", "destroy")
 SIZE = "t2.micro"
@@ -57,7 +65,7 @@ def timed(emulator, what, func):
     run, result = func()
     seconds = time.monotonic() - started
     if run.returncode != 0 or result is None:
-        sys.exit(f"{what} failed (rc {run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}")
+        sys.exit(f"{what} failed (rc {run.returncode}):\n{tail(run)}")
     return seconds, dict(sorted(emulator.calls().items())), result
 
 
@@ -110,13 +118,13 @@ def measure(emulator, nodes, workdir):
 
 def startup_seconds(emulator):
     """Wall time of `ansible localhost -m ansible.builtin.ping`: the fixed cost in every phase's figure."""
-    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "ansible.builtin.ping"]
-    env = ansible_env(emulator, ANSIBLE_INVENTORY_ENABLED="host_list")
+    args = ["localhost", "-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
+            "-m", "ansible.builtin.ping"]
+    env = cli_settings(emulator, ANSIBLE_INVENTORY_ENABLED="host_list")
     best = None
     for dummy in range(2):
         started = time.monotonic()
-        subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, check=True)
+        run("ansible", *args, env=env, check=True)
         took = time.monotonic() - started
         best = took if best is None else min(best, took)
     return round(best, 2)

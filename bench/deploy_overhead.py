@@ -27,15 +27,17 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))  # the one way to run a playbook, and the port helper
-sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
+from ansible.plugins.loader import init_plugin_loader
 
-from ansible_cli import run_playbook  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
+
 from goals import goal, write  # noqa: E402
-from processes import free_port_block  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.ansible_cli import run_playbook, tail  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.processes import free_port_block  # noqa: E402
 
 CLUSTER = "bench"
 
@@ -49,7 +51,7 @@ def deploy(*extra):
     started = time.time()
     run = playbook("deploy", *extra)
     if run.returncode != 0:
-        sys.exit("deploy failed:\n" + run.stdout[-4000:])
+        sys.exit("deploy failed:\n" + tail(run))
     with open(os.path.join(REPO, "artifacts", CLUSTER, "summary.json")) as handle:
         return started, json.load(handle)
 

@@ -44,21 +44,25 @@ import sys
 import threading
 import time
 
+from ansible.plugins.loader import init_plugin_loader
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, ".collections"))  # ansible_collections.tfdist.cluster (make setup)
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
 
 from cpu_seconds import sample  # noqa: E402
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.ansible_cli import run_playbook, tail  # noqa: E402
 
 # The sizes whose configure times the goal compares (8 nodes / 2 nodes), and the size of the no-op re-run goal.
 GOAL_SIZES = (2, 8)
 NOOP_GOAL_SIZE = 4
 # The configure time's growth from 2 to 8 nodes may exceed the floor's growth in the same run by this factor.
 GROWTH_OVER_FLOOR = 1.15
+# Seconds a playbook may run: a deploy of the largest cluster takes minutes (a test's 900 s is ansible_cli's default).
+TIMEOUT = 3600
 # A host's line of the PLAY RECAP: its name and its changed count.
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", re.MULTILINE)
 
@@ -229,16 +233,10 @@ def playbook(name, cluster, *extra, env=None):
     """Runs playbooks/NAME.yml (or NAME, a path from the repository) on cloud=docker, with env added to the
     environment: (start, seconds, output)."""
     path = name if name.endswith(".yml") else f"playbooks/{name}.yml"
-    cmd = [os.path.join(BIN, "ansible-playbook"), path, "-e", "cloud=docker",
-           "-e", f"cluster_name={cluster}"]
-    for var in extra:
-        cmd += ["-e", var]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ["PATH"],
-               **(env or {}))
     started = time.time()
-    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    run = run_playbook(path, "cloud=docker", f"cluster_name={cluster}", *extra, env=env, timeout=TIMEOUT)
     if run.returncode != 0:
-        sys.exit(f"{name} of {cluster} failed:\n{run.stdout[-4000:]}")
+        sys.exit(f"{name} of {cluster} failed:\n{tail(run)}")
     return started, time.time() - started, run.stdout
 
 

@@ -31,14 +31,17 @@ import time
 import uuid
 
 import yaml
+from ansible.plugins.loader import init_plugin_loader
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))  # the one way to run ansible, the wait helper
+# The collection, the tests' helpers included, by its name as the ansible CLIs load it, from where make setup links it.
+init_plugin_loader([os.path.join(REPO, ".collections")])
 
-from ansible_cli import run, run_playbook  # noqa: E402
-from docker_engine import BASE_IMAGE, make_ssh_key, root_ssh_node  # noqa: E402
 from goals import write  # noqa: E402
-from processes import wait_until  # noqa: E402
+
+from ansible_collections.tfdist.cluster.tests.ansible_cli import run, run_playbook, tail  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.docker_engine import BASE_IMAGE, make_ssh_key, root_ssh_node  # noqa: E402
+from ansible_collections.tfdist.cluster.tests.processes import wait_until  # noqa: E402
 
 CA_BUNDLE = os.environ.get("TFDIST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
 LABELS = {"tfdist.managed": "true", "tfdist_cluster": "bench-tf-install"}
@@ -108,7 +111,7 @@ def install(client, count, workdir, wheelhouse_dir=None):
         done = run_playbook(playbook, args=("-i", nodes.inventory), timeout=3600)
         seconds = time.monotonic() - started
         if done.returncode != 0:
-            sys.exit("the tensorflow role failed:\n" + done.stdout[-4000:])
+            sys.exit("the tensorflow role failed:\n" + tail(done))
     return seconds
 
 
@@ -120,7 +123,7 @@ def copy_over_ssh(nodes, archive):
     done = done.returncode == 0 and run("ansible", "all", "-i", nodes.inventory, "-m", "ansible.builtin.unarchive",
                                         "-a", "src=%s dest=/tmp/wheels" % archive, timeout=1800)
     if not done or done.returncode != 0:
-        sys.exit("copy over SSH failed:\n" + (done.stdout[-4000:] if done else ""))
+        sys.exit("copy over SSH failed:\n" + (tail(done) if done else ""))
     return time.monotonic() - started
 
 

@@ -1,6 +1,7 @@
 """The one way the tests run the ansible CLIs: as a user does, from the repository, with its ansible.cfg.
 
-tests/ is on sys.path (tests/conftest.py), so every test folder imports it::
+tests/ is on sys.path (tests/conftest.py), so every test folder imports it; the bench (and the EC2 emulator) import it
+by the collection's name, ansible_collections.tfdist.cluster.tests.ansible_cli::
 
     from ansible_cli import run_playbook, tail
 

@@ -48,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml  # ansible-core depends on PyYAML
 
-import ansible_cli  # tests/ is on sys.path (tests/conftest.py; the bench adds it too)
+from ansible_collections.tfdist.cluster.tests import ansible_cli  # by the collection's name, as the bench imports it
 
 REGION = "us-east-1"
 MOTO_NAMESPACE = b'xmlns="http://ec2.amazonaws.com/doc/2016-11-15"'

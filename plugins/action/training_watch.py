@@ -29,6 +29,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import (
     Frozen, Progress, Silence, clock_time, format_duration, frozen_message, parse_duration, stall_message)
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_seconds
+from ansible_collections.tfdist.cluster.plugins.module_utils.train.progress import format_progress
 
 display = Display()
 
@@ -72,20 +73,6 @@ CONNECTION = "connection"
 # How long after the deadline the watch of a host without the leader waits for the leader's host to stop the job
 # (the leader goes first: its last checkpoint needs the parameter servers).
 DEADLINE_SLACK = 120.0
-
-
-def format_progress(status):
-    """One human line from the leader's status.json."""
-    step, target = status.get("step") or 0, status.get("target_steps") or 0
-    pct = f" ({100.0 * step / target:.0f}%)" if target else ""
-    parts = [f"step {step}/{target}{pct}"]
-    if status.get("loss") is not None:
-        parts.append(f"loss {status['loss']:.4f}")
-    if status.get("examples_per_sec"):
-        parts.append(f"{status['examples_per_sec']:.0f} examples/s")
-    if status.get("eta_seconds") is not None:
-        parts.append(f"ETA {status['eta_seconds']:.0f}s")
-    return " | ".join(parts)
 
 
 def stopped_elsewhere(stop_file, host):

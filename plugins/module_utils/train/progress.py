@@ -17,6 +17,20 @@ def log(message):
     sys.stdout.flush()
 
 
+def format_progress(status):
+    """The progress line of a status.json (the node's log and the watch on the controller print the same)."""
+    step, target = status.get("step") or 0, status.get("target_steps") or 0
+    pct = f" ({100.0 * step / target:.0f}%)" if target else ""
+    parts = [f"step {step}/{target}{pct}"]
+    if status.get("loss") is not None:
+        parts.append(f"loss {status['loss']:.4f}")
+    if status.get("examples_per_sec"):
+        parts.append(f"{status['examples_per_sec']:.0f} examples/s")
+    if status.get("eta_seconds") is not None:
+        parts.append(f"ETA {status['eta_seconds']:.0f}s")
+    return " | ".join(parts)
+
+
 def write_scalar(tf, writer, tag, value, step):
     """A scalar for TensorBoard, with the low-level op: tf.summary.scalar is in the tensorboard package."""
     from tensorflow.core.framework import summary_pb2
@@ -126,6 +140,4 @@ class Progress:
             return  # nothing trained in this run: no progress line
         self.summary("loss", self.loss, self.step)
         self.summary("examples_per_sec", data["examples_per_sec"], self.step)
-        log("step %d/%d loss %s | %s examples/s | %s steps/s | eta %ss" % (
-            self.step, self.args.steps, self.loss, data["examples_per_sec"], data["steps_per_sec"],
-            data["eta_seconds"]))
+        log(format_progress(data))

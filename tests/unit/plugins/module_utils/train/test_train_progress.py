@@ -59,3 +59,17 @@ def test_a_final_write_carries_extra_fields(tmp_path):
     tracker = chief_progress(tmp_path)
     tracker.write("failed", error="--data: s3://b/d.npz: the bucket does not exist")
     assert status(tmp_path)["state"] == "failed" and status(tmp_path)["error"].startswith("--data: ")
+
+
+def test_the_log_prints_the_progress_line_the_watch_prints(tmp_path, monkeypatch, capsys):
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "time", lambda: clock[0])
+    monkeypatch.setattr(progress, "now", lambda: round(clock[0], 3))
+    tracker = chief_progress(tmp_path)
+    tracker.begin(0)
+    tracker.update(10, 2.0)
+    clock[0] += 2.0
+    tracker.update(60, 0.5)  # 50 steps in 2 s: 25 steps/s, 1600 examples/s, 240 steps left
+    assert capsys.readouterr().out.rstrip().endswith("] step 60/300 (20%) | loss 0.5000 | 1600 examples/s | ETA 10s")
+    assert progress.format_progress(status(tmp_path)) == "step 60/300 (20%) | loss 0.5000 | 1600 examples/s | ETA 10s"
+    assert progress.format_progress({"step": None, "target_steps": 0}) == "step 0/0"

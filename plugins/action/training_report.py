@@ -19,6 +19,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils._restart import restart_line
 
 ARGUMENT_SPEC = {
     "artifacts_dir": {"type": "path", "required": True},
@@ -30,6 +31,12 @@ ARGUMENT_SPEC = {
     "required": {"type": "bool", "default": True},
     "source": {"type": "str", "default": ""},
     "leader_run": {"type": "str", "default": ""},
+    # Where else the run's results are, for the message (summary.json does not record them).
+    "model_urls": {"type": "list", "elements": "str", "default": []},
+    "checkpoint_url": {"type": "str", "default": ""},
+    "leader_address": {"type": "str", "default": ""},
+    "tensorboard": {"type": "bool", "default": False},
+    "tensorboard_port": {"type": "int", "default": 0},
 }
 
 # summary.json's shape (docs/schemas/summary.schema.json): raised when a key changes meaning or goes away.
@@ -84,6 +91,30 @@ def draw_loss_curve(history, path, title):
     fig.savefig(picture, format="png")
     plt.close(fig)
     write_file(path, picture.getvalue())  # its user's alone, as the rest of the folder
+
+
+def summary_message(params, reported):
+    """The lines that tell the user how the run went and where its results are (from report()'s result)."""
+    summary = reported["summary"]
+
+    def value(key, default="?"):
+        return summary.get(key, default)
+
+    restarts = "; ".join(restart_line(restart) for restart in summary.get("restarts") or []) or "none"
+    tensorboard = (f"http://{params['leader_address']}:{params['tensorboard_port']} (runs until destroy)"
+                   if params["tensorboard"] else "off (set tf_tensorboard=true)")
+    return [
+        f"cluster {params['cluster']} on {params['cloud']}: {value('steps')} steps"
+        f" (resumed from {value('initial_step', 0)}), final loss {value('final_loss')},"
+        f" held-out accuracy {value('accuracy')}, {value('examples_per_sec')} examples/s",
+        f"restarts: {restarts}",
+        f"model: {reported['model_path'] or 'none written by your script'}",
+        f"summary: {reported['summary_path']}",
+        f"loss curve: {reported['loss_curve_path'] or 'not drawn'}",
+        f"model also at: {', '.join(params['model_urls']) or 'nowhere else (set tf_model_url)'}",
+        f"checkpoints: {params['checkpoint_url'] or 'on the leader only (set tf_checkpoint_url)'}",
+        f"TensorBoard: {tensorboard}",
+    ]
 
 
 def report(params, warn):
@@ -150,7 +181,7 @@ def report(params, warn):
                     warn(f"matplotlib could not draw the loss curve: {error!r}")
                 curve_path = ""
 
-    return {
+    reported = {
         "changed": changed,
         "summary": summary,
         "summary_path": summary_path,
@@ -158,6 +189,8 @@ def report(params, warn):
         "missing": summary["missing"],
         "loss_curve_path": curve_path,
     }
+    reported["message"] = summary_message(params, reported)
+    return reported
 
 
 class ActionModule(ActionBase):

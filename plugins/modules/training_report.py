@@ -83,6 +83,32 @@ options:
     type: str
     default: ""
     version_added: 0.5.0
+  model_urls:
+    description: The folder URLs that also keep the model (C(tf_model_url)), named in RV(message).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.5.0
+  checkpoint_url:
+    description: The folder URL that keeps a copy of the checkpoints (C(tf_checkpoint_url)), named in RV(message).
+    type: str
+    default: ""
+    version_added: 0.5.0
+  tensorboard:
+    description: TensorBoard runs on the leader's host (C(tf_tensorboard)); RV(message) gives its address.
+    type: bool
+    default: false
+    version_added: 0.5.0
+  leader_address:
+    description: The address of the leader's host, in TensorBoard's address.
+    type: str
+    default: ""
+    version_added: 0.5.0
+  tensorboard_port:
+    description: TensorBoard's port on the leader's host.
+    type: int
+    default: 0
+    version_added: 0.5.0
 requirements:
   - matplotlib (optional, for the loss curve)
 attributes:
@@ -134,4 +160,14 @@ loss_curve_path:
   description: Path of loss.png, empty when matplotlib is missing or no history was recorded.
   returned: success
   type: str
+message:
+  description: The run told in a few lines (steps, loss, accuracy, restarts) with where its results are, for the user.
+  returned: success
+  type: list
+  elements: str
+  version_added: 0.5.0
+  sample:
+    - "cluster mycluster on local: 300 steps (resumed from 0), final loss 0.12, held-out accuracy 0.96, 2500.0 examples/s"
+    - "restarts: none"
+    - "model: /home/me/artifacts/mycluster/model/model.keras"
 """

@@ -96,3 +96,38 @@ def test_the_summary_has_its_schema_version_and_outcome_and_matches_its_schema(r
     assert summary["schema_version"] == 1 and summary["outcome"] == "success" and "success" in OUTCOMES
     with open(SUMMARY_SCHEMA) as handle:
         jsonschema.validate(summary, json.load(handle))
+
+
+def test_the_message_tells_how_the_run_went_and_where_its_results_are(report, finished_run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    (finished_run / "result.json").write_text(json.dumps(
+        {"steps": 300, "initial_step": 100, "final_loss": 0.12, "accuracy": 0.96, "examples_per_sec": 2500.0}))
+    lost = {"task": "worker-1", "host": "n-1", "why": "its node stopped answering", "node_gone": True}
+    message = report(restarts=[{"restart": 1, "losses": [lost], "step": 812, "target_steps": 4000}],
+                     model_urls=["s3://models/mnist", "hdfs:///models/mnist"], checkpoint_url="s3://ckpt/mnist",
+                     tensorboard=True, leader_address="10.0.0.5", tensorboard_port=6006)["message"]
+    assert message == [
+        "cluster mnist on local: 300 steps (resumed from 100), final loss 0.12, held-out accuracy 0.96,"
+        " 2500.0 examples/s",
+        "restarts: lost worker-1 on n-1 (its node stopped answering) at step 812/4000",
+        f"model: {finished_run}/model/model.keras",
+        f"summary: {finished_run}/summary.json",
+        "loss curve: not drawn",
+        "model also at: s3://models/mnist, hdfs:///models/mnist",
+        "checkpoints: s3://ckpt/mnist",
+        "TensorBoard: http://10.0.0.5:6006 (runs until destroy)",
+    ]
+
+
+def test_the_message_says_what_a_run_did_not_have_and_how_to_get_it(report, tmp_path):
+    message = report(required=False)["message"]
+    assert message == [
+        "cluster mnist on local: ? steps (resumed from 0), final loss ?, held-out accuracy ?, ? examples/s",
+        "restarts: none",
+        "model: none written by your script",
+        f"summary: {tmp_path}/summary.json",
+        "loss curve: not drawn",
+        "model also at: nowhere else (set tf_model_url)",
+        "checkpoints: on the leader only (set tf_checkpoint_url)",
+        "TensorBoard: off (set tf_tensorboard=true)",
+    ]

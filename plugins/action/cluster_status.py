@@ -48,6 +48,7 @@ def node_input(name, host_vars, probe_var):
         error = " ".join(str(error or "not looked at").split())[:200]
     return dict(name=name, state=host_vars.get("libcloud_state") or host_vars.get("tfdist_cloud") or None,
                 address=host_vars.get("ansible_host"), size=host_vars.get("libcloud_size") or None,
+                price_per_hour=host_vars.get("tfdist_price_per_hour") or None,
                 created_at=_status.created_at(host_vars.get("libcloud_extra")),
                 probe=dict(probe) if answered else None, unreachable=error)
 

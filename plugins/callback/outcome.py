@@ -9,7 +9,7 @@ name: outcome
 type: aggregate
 author: tfdist maintainers (@tfdist)
 version_added: 0.5.0
-short_description: Writes the run's outcome (success, bad_input, cloud_refused, training_failed, leak, error) as JSON
+short_description: Writes how the run ended (success, bad_input, cloud_refused, training_failed, ...) as JSON
 description:
   - ansible-playbook exits with 2 for any failed task, and nothing public lets a playbook or a plugin choose its exit
     code. This callback writes what a pipeline can branch on instead, at the end of every run, failed or not, to
@@ -17,9 +17,10 @@ description:
     (schema C(docs/schemas/outcome.schema.json)) - C(schema_version), C(outcome), C(refusal), C(message), C(playbook).
   - C(outcome) is V(success); V(bad_input) (a setting refused before anything was created); V(cloud_refused) (the
     cloud refused a call, C(refusal) says why - V(credentials), V(permission), V(quota), V(capacity),
-    V(spot_capacity), V(size_unavailable), V(unknown)); V(training_failed) (the job failed); V(leak) (the audit found
-    orphans); or V(error) (any other failure, Ansible's own included). The latest class of failure of a failed run
-    names it, with the message of its first failure.
+    V(spot_capacity), V(size_unavailable), V(unknown)); V(training_failed) (the job failed); V(limit_reached) (the
+    job was stopped at its deadline or budget, its checkpoint kept); V(leak) (the audit found orphans); or V(error)
+    (any other failure, Ansible's own included). The latest class of failure of a failed run names it, with the
+    message of its first failure.
   - A run that did not fail is V(success) unless a play named another outcome with the fact C(tfdist_outcome) (the
     audit's V(leak)); a failed run with no classified failure is the outcome a play named before it (the provision
     role's C(provision_outcome), V(leak) when destroy leaves something of the cluster), else V(error).
@@ -50,7 +51,7 @@ EXAMPLES = r"""
 #
 # In a pipeline:
 # TFDIST_OUTCOME_FILE=$PWD/run.json ansible-playbook tfdist.cluster.deploy -e cloud=aws || true
-# jq -r .outcome run.json   # success, bad_input, cloud_refused, training_failed, leak or error
+# jq -r .outcome run.json   # success, bad_input, cloud_refused, training_failed, limit_reached, leak or error
 """
 
 import os

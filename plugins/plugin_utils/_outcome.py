@@ -20,7 +20,8 @@ OUTCOMES = {
     "success": "the run did what it was asked",
     "bad_input": "a setting or argument was refused before anything was created; the message names the field",
     "cloud_refused": "the cloud refused a call (see `refusal`: credentials, permission, quota, capacity, ...)",
-    "training_failed": "the job failed (a task of it died, stalled or ran past its deadline)",
+    "training_failed": "the job failed (a task of it died or stalled)",
+    "limit_reached": "the job was stopped at its deadline or its budget, keeping its latest checkpoint",
     "leak": "the audit found resources of this controller with no cluster here (orphans)",
     "error": "any other failure: Ansible's own error, an unreachable node, a task outside the classes above",
 }
@@ -50,7 +51,8 @@ def failure_class(action, result):
     if action in BAD_INPUT_ACTIONS or result.get("argument_errors"):
         return "bad_input"
     if action in TRAINING_ACTIONS:
-        return "training_failed"
+        # The watch stopped a job that was doing well, as asked (tf_deadline, tf_budget): a later deploy resumes it.
+        return "limit_reached" if result.get("deadline_reached") else "training_failed"
     return None
 
 

@@ -110,15 +110,18 @@ def restarts(summary, tasks):
 def cluster_status(cluster, now):
     """One cluster's entry of the report.
 
-    cluster: {name, cloud, provider, region, source, ssh_config, nodes: [{name, state, address, size, created_at, probe,
-    unreachable}], summary}; probe is the node's training_status answer (None where it did not answer).
+    cluster: {name, cloud, provider, region, source, ssh_config, nodes: [{name, state, address, size, price_per_hour,
+    created_at, probe, unreachable}], summary}; probe is the node's training_status answer (None where it did not
+    answer), price_per_hour the profile's price of the node (None: libcloud's list price of its size).
     """
     nodes, tasks, failed, answered = [], [], [], False
     status, result = None, None
     for node in cluster['nodes']:
         probe = node.get('probe') or None
         answered = answered or probe is not None
-        price = list_price(cluster.get('provider'), node.get('size'), cluster.get('region'))
+        # The profile's price (the plan's) over libcloud's list price, as the plan counts it.
+        price = node.get('price_per_hour') or list_price(cluster.get('provider'), node.get('size'),
+                                                         cluster.get('region'))
         nodes.append(dict(name=node['name'], state=node.get('state'), address=node.get('address'),
                           size=node.get('size'), price_per_hour=price, reachable=probe is not None,
                           error=node.get('unreachable'),

@@ -1,6 +1,7 @@
-"""A cluster's ssh config: written at provision next to its key, `ssh -F <file> <node>` logs in with the cluster's
-key (and, on nodes made with user-data, only the host key tfdist pinned for the node), a second provision leaves it as
-it was, and destroy removes it. Provision only: no TensorFlow is installed."""
+"""A cluster's ssh config on VM-like nodes (docker-vm: made with user-data, a login user with sudo): written at
+provision next to its key, `ssh -F <file> <node>` logs in with the cluster's key and accepts only the host key tfdist
+pinned for the node, a second provision leaves it as it was, and destroy removes it. Provision only: no TensorFlow is
+installed. (On a docker cluster while it trains: test_operate.py.)"""
 
 import os
 import stat
@@ -54,11 +55,6 @@ def destroy_removes(cloud, name, config):
     gone = run_playbook("playbooks/destroy.yml", f"cloud={cloud}", f"cluster_name={name}")
     assert gone.returncode == 0, tail(gone)
     assert not os.path.exists(config)
-
-
-def test_ssh_config_logs_into_a_docker_node_with_the_clusters_key(engine, docker_cluster):
-    config = provision_and_log_in("docker", docker_cluster, "root")
-    destroy_removes("docker", docker_cluster, config)
 
 
 def test_ssh_config_on_vm_like_nodes_accepts_only_the_pinned_host_key(

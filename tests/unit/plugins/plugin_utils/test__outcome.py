@@ -34,6 +34,9 @@ def test_the_schema_names_every_outcome_and_every_refusal():
     ("ansible.builtin.validate_argument_spec", {"msg": "Validation of arguments failed", "argument_errors": ["x"]},
      "bad_input"),
     ("tfdist.cluster.training_watch", {"msg": "TF task chief-0 on localhost exited with code 1"}, "training_failed"),
+    # Stopped as asked, at its deadline or budget: not a failed job.
+    ("tfdist.cluster.training_watch", {"msg": "stopped: budget ...", "deadline_reached": True, "limit": "budget"},
+     "limit_reached"),
     # A cloud's failure without a refusal class (a network error), a failed shell command: no class.
     ("tfdist.cluster.libcloud_node", {"msg": "connection reset"}, None),
     ("ansible.builtin.command", {"msg": "non-zero return code", "rc": 1}, None),

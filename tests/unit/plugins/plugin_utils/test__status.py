@@ -31,9 +31,10 @@ def probe(*tasks, status=None, result=None):
     return dict(tasks=list(tasks), status=status, result=result, failed_tasks=failed, unreachable=[])
 
 
-def node(name, probe=None, size="g4dn.xlarge", state="running", created_at=NOW - 3600, unreachable=None):
+def node(name, probe=None, size="g4dn.xlarge", state="running", created_at=NOW - 3600, unreachable=None,
+         price_per_hour=None):
     return dict(name=name, state=state, address="10.0.0.%d" % len(name), size=size, created_at=created_at,
-                probe=probe, unreachable=unreachable)
+                probe=probe, unreachable=unreachable, price_per_hour=price_per_hour)
 
 
 def cluster(*nodes, summary=None, provider="ec2", ssh_config=None):
@@ -75,6 +76,16 @@ def test_a_size_without_a_known_price_is_named_and_left_out():
     cost = report["clusters"][0]["cost"]
     assert cost["unpriced"] == ["m5.xlarge"] and cost["per_hour"] == pytest.approx(0.0104)
     assert "not counting m5.xlarge" in _status.lines(report)[0]
+
+
+def test_the_profiles_price_of_a_node_counts_over_the_list_price_as_in_the_plan():
+    report = valid(_status.report([cluster(
+        node("demo-chief-0", probe(task("chief-0"), status=RUNNING), size="m5.xlarge", price_per_hour=0.192),
+        node("demo-worker-0", probe(task("worker-0")), size="g4dn.xlarge", price_per_hour=0.2),
+    )], NOW))
+    cost = report["clusters"][0]["cost"]
+    assert cost["unpriced"] == [] and cost["per_hour"] == pytest.approx(0.392)
+    assert [n["price_per_hour"] for n in report["clusters"][0]["nodes"]] == [0.192, 0.2]
 
 
 def test_a_failed_task_fails_the_job_and_each_task_state_is_listed():

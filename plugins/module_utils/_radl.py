@@ -426,7 +426,8 @@ def _node(system, where):
     """({size, image, gpus[, cpus, memory, system]}, (cloud, region, endpoint) or None) of a system.
 
     size is the instance_type: one size, or a list of sizes in order of preference (the next is taken when the cloud
-    has no capacity of one in any zone). gpus is the least gpu.count (0 when unset); cpus (the least cpu.count) and memory (the least memory.size as
+    has no capacity of one in any zone).
+    gpus is the least gpu.count (0 when unset); cpus (the least cpu.count) and memory (the least memory.size as
     RADL writes it, '16g') are there only when the system sets them and no instance_type, and system (its
     name) only when it names its role with tfdist.role. Without an instance_type, the cheapest size meeting gpus, cpus and memory is
     chosen at deploy time (libcloud_node's roles[].constraints).
@@ -537,8 +538,9 @@ def _one_zone_list(zoned, where):
     first, zones = zoned[0]
     for system, other in zoned[1:]:
         if _as_list(other) != _as_list(zones):
-            raise where.error('system %r: availability_zone = %r, but system %r (line %s) has %r; tfdist keeps a '
-                              'cluster in one zone, so the systems that name zones name the same ones, in the same order'
+            raise where.error('system %r: availability_zone = %r, but system %r (line %s) has %r; tfdist keeps '
+                              'a cluster in one zone, so the systems that name zones name the same ones, '
+                              'in the same order'
                               % (system.name, other, first.name, _line(first, 'availability_zone'), zones),
                               _line(system, 'availability_zone'))
     return _as_list(zones)

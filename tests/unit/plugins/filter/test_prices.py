@@ -68,6 +68,16 @@ def test_a_radl_file_giving_a_role_another_size_drops_the_profiles_price():
     assert "price_per_hour" not in tf_node_specs(profile, {"chief": {"cpus": 8}})["chief"]
 
 
+def test_a_radl_file_s_sizes_in_order_of_preference_keep_the_profile_s_price_only_when_they_are_the_profile_s():
+    sizes = ["g4dn.xlarge", "g5.xlarge"]
+    profile = {"worker": {"size": sizes, "image": "ami-1", "price_per_hour": 0.5}}
+    assert tf_node_specs(profile, {"worker": {"size": list(sizes)}})["worker"] == dict(profile["worker"])
+    moved = tf_node_specs(profile, {"worker": {"size": ["g5.xlarge", "g4dn.xlarge"]}})["worker"]
+    assert moved == {"size": ["g5.xlarge", "g4dn.xlarge"], "image": "ami-1"}
+    one = {"worker": {"size": "g4dn.xlarge", "image": "ami-1", "price_per_hour": 0.5}}
+    assert "price_per_hour" not in tf_node_specs(one, {"worker": {"size": sizes}})["worker"]
+
+
 def test_updated_price_list_fetched_with_libcloud_is_read_instead_of_the_bundled_one(tmp_path):
     """download_pricing_file() writes ~/.libcloud/pricing.json; libcloud reads it in place of its own list."""
     (tmp_path / ".libcloud").mkdir()

@@ -2,15 +2,17 @@
 # Apache-2.0 (see LICENSE)
 """Run the training role's real files as a TF cluster of local processes.
 
-What a node gets, made here the way the role makes it: the package tfdist (the training program) laid
-down by the tfdist.cluster.node_package module's own code, and each task's train.py rendered from
-roles/training/templates/train.py.j2 by Ansible's templating, with the role's defaults
-(roles/training/defaults/main.yml), its vars (vars/main.yml), the script_template_vars its training_files
-task passes and the task's own variables the training_files action adds; a test only overrides role
-variables (training_steps...). The dataset is copied where the
-training_files action lays it down (its data_src). Every task is started through the supervisor
-(plugins/module_utils/_supervisor.py, as a command: run_supervisor) with TF_CONFIG, the way a node runs them.
-Used by test_training_runtime.py and test_training_storage.py; also handy by hand:
+A node's job folder is laid down and launched by the collection's own modules, run as a node runs them (a Python
+importing the collection from where make setup links it), with the options the training role gives them:
+tfdist.cluster.training_files writes each task's train.py, TF_CONFIG and task.env, the dataset and the package tfdist
+(the training program); tfdist.cluster.training_task starts each task under the supervisor
+(plugins/module_utils/_supervisor.py) from the launches of the tf_launches filter (_cluster.launches). Each train.py
+is rendered here as the training_files action renders it: roles/training/templates/train.py.j2 through Ansible's
+templating, with the role's defaults (roles/training/defaults/main.yml), its vars (vars/main.yml), the
+script_template_vars of its training_files task and the task's own variables the action adds. A test sets role
+variables only (training_steps..., through keyword arguments without the prefix). The job folder is
+training_home/training_cluster_name, as on a node: work_dir is that folder and its parent the training_home.
+Used by test_training_runtime.py, test_training_storage.py and bench/checkpoint_mirror.py; also handy by hand:
 
     .venv/bin/python tests/runtime/local_cluster.py /tmp/job --workers 2 --ps 1 --steps 300
 """
@@ -18,30 +20,34 @@ Used by test_training_runtime.py and test_training_storage.py; also handy by han
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(REPO, "roles", "training")
-# The supervisor, run as `python -m tfdist._supervisor` runs on a node (its modules import each other relatively).
-SUPERVISOR = "ansible_collections.tfdist.cluster.plugins.module_utils._supervisor"
+COLLECTIONS = os.path.join(REPO, ".collections")  # ansible_collections/tfdist/cluster -> the repository (make setup)
+# The collection's modules and its supervisor, run as `python -m` as on a node (their modules import each other).
+PACKAGE = "ansible_collections.tfdist.cluster.plugins"
+SUPERVISOR = PACKAGE + ".module_utils._supervisor"
 DIGITS = os.path.join(ROLE, "files", "data", "digits.npz")
-TEMPLATE_TASK = "Lay down each task's script, TF_CONFIG and environment, and the training program"
+# The role's one call of the training_files action, whose script_template_vars render train.py.
+TRAINING_FILES = "tfdist.cluster.training_files"
 
 
 def _collection_loader():
-    """Plugins by FQCN (the storage_url filter, the node_package module), as tests/conftest.py sets them up."""
-    collections = os.path.join(REPO, ".collections")
-    if collections not in sys.path:
-        sys.path.insert(0, collections)
+    """Plugins by FQCN (the storage_url filter), as tests/conftest.py sets them up where nothing did (the bench)."""
+    if not any(type(finder).__name__ == "_AnsibleCollectionFinder" for finder in sys.meta_path):
         from ansible.plugins.loader import init_plugin_loader
 
-        init_plugin_loader([collections])
+        if COLLECTIONS not in sys.path:
+            sys.path.insert(0, COLLECTIONS)
+        init_plugin_loader([COLLECTIONS])
 
 
 def free_ports(count):
@@ -56,7 +62,7 @@ def free_ports(count):
 
 
 def _cluster():
-    """The collection's cluster model (layout, cluster spec, leader)."""
+    """The collection's cluster model (layout, cluster spec, leader, launches)."""
     _collection_loader()
     from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster as model
 
@@ -82,20 +88,17 @@ def cluster_spec(tasks):
 
 
 def role_variables(work_dir, **training):
-    """The role's defaults and vars, with the test's role variables (training_<key>) on top.
-
-    The job folder (__training_work_dir) is work_dir and the package goes to work_dir/lib (on a node:
-    training_home/<cluster> and training_home/lib).
-    """
+    """The role's defaults and vars for the job folder work_dir (training_home its parent, training_cluster_name its
+    name), with the test's role variables (training_<key>) on top."""
     _collection_loader()
     from ansible.parsing.dataloader import DataLoader
 
     loader = DataLoader()
     values = dict(loader.load_from_file(os.path.join(ROLE, "defaults", "main.yml"), trusted_as_template=True))
     values.update(loader.load_from_file(os.path.join(ROLE, "vars", "main.yml"), trusted_as_template=True))
+    values.update(training_home=os.path.dirname(work_dir), training_cluster_name=os.path.basename(work_dir))
     values.update({"training_" + key: value for key, value in training.items()})
-    values.update(role_path=ROLE, playbook_dir=work_dir, __training_work_dir=work_dir,
-                  __training_lib_dir=os.path.join(work_dir, "lib"))
+    values.update(role_path=ROLE, playbook_dir=work_dir)
     return values
 
 
@@ -109,62 +112,87 @@ def template(value, variables):
     return Templar(loader=DataLoader(), variables=variables).template(value)
 
 
-def template_task():
-    """The role's task whose action renders train.py, loaded as Ansible loads it (its templates trusted)."""
+def training_files_args():
+    """The arguments of the role's training_files task, loaded as Ansible loads them (their templates trusted)."""
     from ansible.parsing.dataloader import DataLoader
 
     tasks = DataLoader().load_from_file(os.path.join(ROLE, "tasks", "main.yml"), trusted_as_template=True)
-    return next(t for t in tasks if t["name"] == TEMPLATE_TASK)
+    [task] = [t for t in tasks if TRAINING_FILES in t]
+    return task[TRAINING_FILES]
 
 
-def render(task, variables):
-    """The task's train.py, as the role's template task renders it for this task (item)."""
+def run_module(name, **args):
+    """The collection's module `name` with these options, run as a node runs it: its result (RuntimeError if it
+    failed)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as args_file:
+        json.dump({"ANSIBLE_MODULE_ARGS": args}, args_file)
+        args_file.flush()
+        out = subprocess.run([sys.executable, "-m", "%s.modules.%s" % (PACKAGE, name), args_file.name],
+                             capture_output=True, text=True, timeout=300, check=False,
+                             env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+    try:
+        result = json.loads(out.stdout)
+    except ValueError:
+        result = {"failed": True, "msg": out.stdout + out.stderr}
+    if result.get("failed"):
+        raise RuntimeError("%s failed: %s" % (name, result.get("msg")))
+    return result
+
+
+def render(task, work_dir, template_vars):
+    """The task's train.py, as the training_files action renders the role's template for it."""
     with open(os.path.join(ROLE, "templates", "train.py.j2")) as f:
         source = f.read()
-    values = dict(variables)
-    template_vars = template_task()["tfdist.cluster.training_files"]["script_template_vars"]
-    values.update({key: template(value, values) for key, value in template_vars.items()})
-    # What the training_files action adds for each task.
-    work_dir = template("{{ __training_work_dir }}", values)
-    values.update(training_task={"type": task["type"], "index": task["index"]},
-                  training_task_dir=_cluster().task_folder(work_dir, task["name"]))
-    landed = node_data(values)
-    if landed:
-        values["training_data_path"] = landed
-    return template(source, values)
+    own = {"training_task": {"type": task["type"], "index": task["index"]},
+           "training_task_dir": _cluster().task_folder(work_dir, task["name"])}
+    return template(source, dict(template_vars, **own))
 
 
-def lay_down_package(lib_dir):
-    """The files node_package (and training_files) write on a node, from the collection's own code."""
-    _collection_loader()
-    from ansible_collections.tfdist.cluster.plugins.module_utils import _package
-
-    for path, content in _package.package_files().items():
-        target = os.path.join(lib_dir, _package.PACKAGE_NAME, path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as f:
-            f.write(content)
-
-
-def node_data(variables):
-    """Where the training_files action lays down the role's data_src (a built-in or local dataset); '' for a URL."""
+def prepare(work_dir, tasks, **training):
+    """The job folder as the role lays it down with training_files: the package, the dataset, and each task's
+    train.py, tf_config.json and task.env. Returns {name: task_dir}."""
+    model = _cluster()
+    variables = role_variables(work_dir, **training)
+    args = training_files_args()
+    template_vars = dict(variables, **{key: template(value, variables)
+                                       for key, value in args["script_template_vars"].items()})
+    data = None
     source = template("{{ __training_data_source }}", variables)
-    return _cluster().data_path(template("{{ __training_work_dir }}", variables), os.path.basename(source)) if source else ""
+    if source:  # a built-in or local dataset: the action sends it, and points the script at where it lands
+        template_vars["training_data_path"] = model.data_path(work_dir, os.path.basename(source))
+        with open(source, "rb") as f:
+            data = {"name": os.path.basename(source), "content": base64.b64encode(f.read()).decode("ascii")}
+    run_module("training_files", work_dir=work_dir, cluster_name=variables["training_cluster_name"],
+               tasks=model_tasks(tasks), scripts={t["name"]: render(t, work_dir, template_vars) for t in tasks},
+               cluster_spec=cluster_spec(tasks), chief_name=template(args["chief_name"], variables),
+               gpus=int(template(args["gpus"], variables)), tf_keras=template(args["tf_keras"], variables),
+               package_dest=template_vars["training_lib_dir"], data=data)
+    return {t["name"]: model.task_folder(work_dir, t["name"]) for t in tasks}
 
 
-def copy_dataset(variables):
-    """As the training_files action does with its data_src: a built-in or local dataset goes into the data folder."""
-    target = node_data(variables)
-    if target:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy(template("{{ __training_data_source }}", variables), target)
+def start_cluster(work_dir, tasks, env=None, **training):
+    """Lay down and start every task as the training role launches them: training_task with the tf_launches of the
+    host's tasks (servers first, the leader last, announcing its end on its port). env: the tasks' own variables (the
+    role's training_env). Returns {name: task_dir}."""
+    dirs = prepare(work_dir, tasks, **training)
+    variables = role_variables(work_dir, **training)
+    split = model_tasks(tasks)
+    model = _cluster()
+    launches = model.launches(split, work_dir, variables["training_cluster_name"], model.cluster_spec(split),
+                              model.leader(split), sys.executable,
+                              interface=template("{{ training_script_interface }}", variables),
+                              chief_name=template("{{ training_chief_name }}", variables),
+                              script_args=template("{{ training_script_args }}", variables))
+    run_module("training_task", tasks=launches, state="started", env=json.dumps(env or {}), rerun_finished=True,
+               restart=True, gone_grace=int(template("{{ training_gone_grace }}", variables)))
+    return dirs
 
 
 def run_supervisor(*args, timeout=120):
     """The supervisor's command line with args: its CompletedProcess (text), the collection imported from where make
     setup links it (.collections)."""
     return subprocess.run([sys.executable, "-m", SUPERVISOR, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, ".collections")))
+                          check=False, env=dict(os.environ, PYTHONPATH=COLLECTIONS))
 
 
 def supervise(*args):
@@ -172,54 +200,6 @@ def supervise(*args):
     if out.returncode != 0:
         raise RuntimeError("the supervisor's %s failed: %s" % (args[0], out.stderr))
     return json.loads(out.stdout)
-
-
-def prepare(work_dir, tasks, **training):
-    """The job folder as the role lays it down: the package, the dataset, and per task train.py and tf_config.json.
-
-    Returns {name: task_dir}.
-    """
-    variables = role_variables(work_dir, **training)
-    lay_down_package(variables["__training_lib_dir"])
-    copy_dataset(variables)
-    spec = cluster_spec(tasks)
-    dirs = {}
-    for task in tasks:
-        task_dir = _cluster().task_folder(work_dir, task["name"])
-        os.makedirs(task_dir, exist_ok=True)
-        with open(os.path.join(task_dir, "train.py"), "w") as f:
-            f.write(render(task, variables))
-        with open(os.path.join(task_dir, "tf_config.json"), "w") as f:
-            json.dump(_cluster().tf_config(task, spec), f)
-        dirs[task["name"]] = task_dir
-    return dirs
-
-
-def start_cluster(work_dir, tasks, gone_grace=5, extra_args=(), env=None, **training):
-    """Lay down and start every task as the training role launches them (_cluster.launches: servers first, the
-    leader last, announcing its end on its port); returns {name: task_dir}. env: the tasks' own variables (the role's
-    training_env), in an environment file."""
-    dirs = prepare(work_dir, tasks, **training)
-    env_file = os.path.join(work_dir, "training.env")
-    with open(env_file, "w") as f:
-        f.writelines("%s=%s\n" % item for item in sorted((env or {}).items()))
-    split = model_tasks(tasks)
-    model = _cluster()
-    planned = model.launches(split, work_dir, "job", model.cluster_spec(split), model.leader(split), sys.executable,
-                             script_args=extra_args)
-    for task, launch in zip(model.launch_order(split), planned):
-        args = ["start", "--name", task["name"], "--dir", launch["dir"], "--env-file", env_file,
-                "--env-from-file", "TF_CONFIG=%s" % launch["env_from_files"]["TF_CONFIG"]]
-        if launch["stop_when_gone"]:
-            # An evaluator ends by itself after the last checkpoint: give it time to read that one.
-            grace = gone_grace + 15 if task["type"] == "evaluator" else gone_grace
-            args += ["--stop-when-gone", launch["stop_when_gone"], "--gone-grace", str(grace)]
-        if launch["end_grace"] is not None:
-            args += ["--end-grace", str(launch["end_grace"])]
-        if launch["announce_end"]:
-            args += ["--announce-end", str(launch["announce_end"])]
-        supervise(*args, "--", *launch["command"])
-    return dirs
 
 
 def status(task_dir):

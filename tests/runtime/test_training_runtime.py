@@ -51,7 +51,8 @@ def predict_in_fresh_python(model_path, x, tmp_path):
 
 
 def run_job(work_dir, tasks, env=None, **training):
-    dirs = lc.start_cluster(str(work_dir), tasks, gone_grace=3, env=env, **training)
+    """The job to its leader's end, its servers left the role's grace (an evaluator's last evaluation needs it)."""
+    dirs = lc.start_cluster(str(work_dir), tasks, env=env, **training)
     chief = lc.wait_exit(dirs["chief-0"], TIMEOUT)
     assert chief["returncode"] == 0, lc.log_tail(dirs["chief-0"])
     return dirs

@@ -25,7 +25,8 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._provider import Tf
 from ansible_collections.tfdist.cluster.plugins.module_utils._storage import HDFS_PORTS
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
 
-# The settings the rules read, each passed by the task as the command line gave it.
+# The settings the rules read: the play's variables of these names (the command line's, group_vars/all.yml), unless
+# the task gives a value for one (as tf_ssh_from: the CIDRs split as the firewall gets them).
 SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_train_steps", "tf_batch_size",
             "tf_port_base", "tf_tensorboard_port", "tf_max_restarts", "tf_chief_name", "tf_strategy", "tf_spot",
             "tf_restart", "tf_idle_minutes", "tf_deadline", "tf_budget", "tf_stall_minutes", "tf_worker_loss", "tf_script",
@@ -33,8 +34,7 @@ SETTINGS = ("cloud", "tf_chief", "tf_workers", "tf_ps", "tf_evaluators", "tf_tra
             "tf_ssh_from_any", "tf_hdfs_ports", "teardown", "image", "tf_keras", "tf_env",
             "tf_ssh_key")
 ARGUMENT_SPEC = {
-    "settings": {"type": "dict", "required": True,
-                 "options": {name: {"type": "raw", "required": True} for name in SETTINGS}},
+    "settings": {"type": "dict", "default": {}, "options": {name: {"type": "raw"} for name in SETTINGS}},
     "radl": {"type": "dict", "default": {}},
     "radl_path": {"type": "str", "default": ""},
     "storage": {"type": "dict", "required": True},
@@ -373,7 +373,14 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
-        error = first_error(args["settings"], args["storage"], args["radl"], args["radl_path"], args["script_path"],
+        given = {name: value for name, value in args["settings"].items() if value is not None}
+        missing = [name for name in SETTINGS if name not in given and name not in task_vars]
+        if missing:
+            return dict(result, failed=True, msg="settings: no value for %s (neither given nor a variable of the play)"
+                        % ", ".join(missing))
+        settings = self._templar.template({name: task_vars[name] for name in SETTINGS if name not in given})
+        settings.update(given)
+        error = first_error(settings, args["storage"], args["radl"], args["radl_path"], args["script_path"],
                             args["public_ports"], args["ssh_key_path"])
         if error:
             result.update(failed=True, msg=error)

@@ -35,15 +35,12 @@ extends_documentation_fragment:
 options:
   settings:
     description:
-      - The command line's values, as the playbooks' variables hold them - C(cloud), C(tf_chief), C(tf_workers), C(tf_ps),
-        C(tf_evaluators), C(tf_train_steps), C(tf_batch_size), C(tf_port_base), C(tf_tensorboard_port),
-        C(tf_max_restarts), C(tf_chief_name), C(tf_strategy), C(tf_spot), C(tf_restart), C(tf_idle_minutes), C(tf_deadline),
-        C(tf_budget),
-        C(tf_stall_minutes), C(tf_worker_loss), C(tf_script), C(tf_script_interface), C(tf_hdfs), C(tf_stage_data), C(tf_data),
-        C(tf_tensorboard), C(tf_ssh_from), C(tf_ssh_from_any), C(tf_hdfs_ports), C(teardown), C(image),
-        C(tf_keras), C(tf_env), C(tf_ssh_key).
+      - Values that replace the play's variables of the same names. The action reads every setting of the command line
+        from the play's variables unless given here - those of the collection's playbooks
+        (C(playbooks/group_vars/all.yml)), C(cloud), C(teardown), C(image) and the C(tf_*) settings it checks.
+      - C(tf_ssh_from) given as the list of CIDRs the firewall gets.
     type: dict
-    required: true
+    default: {}
   radl:
     description: The cluster shape of the RADL file (the C(tfdist.cluster.radl) lookup), empty without one.
     type: dict
@@ -83,36 +80,12 @@ attributes:
 """
 
 EXAMPLES = r"""
+# The play's variables hold the command line (cloud, tf_workers, tf_strategy, ...), as in the collection's playbooks.
 - name: Check the settings
   tfdist.cluster.check_command_line:
     settings:
-      cloud: local
-      tf_chief: 1
-      tf_workers: 2
-      tf_ps: 1
-      tf_evaluators: 0
-      tf_train_steps: 2000
-      tf_batch_size: 64
-      tf_port_base: 2222
-      tf_tensorboard_port: 6006
-      tf_max_restarts: 3
-      tf_chief_name: chief
-      tf_strategy: parameter_server
-      tf_spot: false
-      tf_restart: never
-      tf_idle_minutes: 30
-      tf_worker_loss: fail
-      tf_script: ''
-      tf_script_interface: tf_config
-      tf_hdfs: false
-      tf_stage_data: ''
-      tf_data: builtin:digits
-      tf_tensorboard: false
-      tf_ssh_from: []
-      tf_ssh_from_any: false
-      tf_hdfs_ports: [8020, 9864, 9866, 9867, 9870]
-      teardown: false
-    storage: "{{ {'tf_data': 'builtin:digits'} | tfdist.cluster.storage_plan }}"
+      tf_ssh_from: "{{ tf_ssh_from | split(',') | map('trim') | select | list }}"
+    storage: "{{ {'tf_data': tf_data} | tfdist.cluster.storage_plan }}"
 """
 
 RETURN = r"""

@@ -127,7 +127,7 @@ def test_the_strategy_names_are_listed_once(values):
     assert homes(values, strategy_names) == ["plugins/module_utils/train/cli.py"]
 
 
-def test_each_steps_default_is_defined_once(values):
+def test_each_steps_default_is_defined_once(values, capsys):
     """Deploy's tf_train_steps and the training role's training_steps (two documented defaults, each written once);
     the training program's --steps has none of its own: without the role's setting it is required."""
     given = {}
@@ -141,15 +141,20 @@ def test_each_steps_default_is_defined_once(values):
     assert given == {"tf_train_steps": [("playbooks/group_vars/all.yml", 2000)],
                      "training_steps": [("roles/training/defaults/main.yml", 300)]}
     assert homes(values, number_literal(2000)) == ["playbooks/group_vars/all.yml"]
+    job = dict(strategy="parameter_server", batch_size=64, learning_rate=0.01, checkpoint_every=50,
+               data="builtin:digits", work_dir="/tmp/job", hidden_units="64")
+    assert cli.parse_args([], settings=dict(job, steps=300)).steps == 300
     with pytest.raises(SystemExit):
-        cli.parse_args([], settings={})
+        cli.parse_args([], settings=job)
+    assert "the following arguments are required: --steps" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- the argument specs, for ansible-doc
 def role_default(role, name):
     """A role's default as the role sees it (rendered, e.g. through tfdist.cluster.tf_default)."""
     loader = DataLoader()
-    defaults = loader.load_from_file(os.path.join(REPO, "roles", role, "defaults", "main.yml"), trusted_as_template=True)
+    path = os.path.join(REPO, "roles", role, "defaults", "main.yml")
+    defaults = loader.load_from_file(path, trusted_as_template=True)
     return Templar(loader=loader, variables=defaults).template(defaults[name])
 
 
@@ -179,3 +184,16 @@ def test_the_documented_default_is_the_one_the_role_uses(role, name, expected):
 def test_the_documented_strategies_are_the_training_programs():
     assert [option["choices"] for option in spec_options("training", "training_strategy")] == \
         [list(cli.STRATEGIES)] * len(spec_options("training", "training_strategy"))
+
+
+def test_the_command_line_is_listed_once_by_the_check_and_each_setting_has_its_default_in_group_vars():
+    """The check reads the command line's settings from the play's variables by the names it checks (SETTINGS); the
+    task names only what it passes otherwise, and group_vars/all.yml gives each setting its default."""
+    from ansible_collections.tfdist.cluster.plugins.action.check_command_line import SETTINGS
+
+    with open(os.path.join(REPO, "playbooks", "group_vars", "all.yml"), encoding="utf-8") as handle:
+        group_vars = yaml.safe_load(handle)
+    assert [name for name in SETTINGS if name not in group_vars] == []
+    with open(os.path.join(REPO, "playbooks", "tasks", "check_command_line.yml"), encoding="utf-8") as handle:
+        check = yaml.safe_load(handle)[0]["tfdist.cluster.check_command_line"]
+    assert list(check["settings"]) == ["tf_ssh_from"]

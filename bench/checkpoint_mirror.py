@@ -31,9 +31,9 @@ from ansible_collections.tfdist.cluster.tests.emulators.ec2 import ec2_emulator 
 from ansible_collections.tfdist.cluster.tests.runtime import local_cluster as lc  # noqa: E402 - real TF tasks
 
 
-def train(work, steps, url):
+def train(work, steps, url, env):
     dirs = lc.start_cluster(work, lc.layout(workers=2, ps=1), gone_grace=3, steps=steps, checkpoint_every=50,
-                            checkpoint_url=url)
+                            checkpoint_url=url, env=env)
     try:
         chief = lc.wait_exit(dirs["chief-0"], 900)
         if chief["returncode"] != 0:
@@ -52,12 +52,12 @@ def main():
     a = p.parse_args()
     runs = {"baseline": [], "file://": [], "s3://": []}
     with ec2_emulator() as emulator, tempfile.TemporaryDirectory(prefix="tfdist-bench-") as tmp:
-        os.environ.update(emulator.env)  # the chief's S3 credentials and endpoint (as training_env gives them)
         emulator.boto3_client("s3").create_bucket(Bucket="bench")
         for n in range(a.rounds):
             for kind in runs:
                 url = {"baseline": "", "file://": "file://%s/copy-%d" % (tmp, n), "s3://": "s3://bench/run-%d" % n}[kind]
-                figures = train(os.path.join(tmp, "%s-%d" % (kind.rstrip(":/"), n)), a.steps, url)
+                work = os.path.join(tmp, "%s-%d" % (kind.rstrip(":/"), n))
+                figures = train(work, a.steps, url, emulator.env)  # S3's credentials, as training_env gives them
                 runs[kind].append(figures)
                 print("round %d %-8s %8.1f examples/s, %5.1f s training" % (
                     n + 1, kind, figures["examples_per_sec"], figures["training_seconds"]), flush=True)

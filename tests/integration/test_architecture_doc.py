@@ -64,7 +64,7 @@ def missing_rows(names):
 
 def is_found(name):
     """Whether a name the page writes exists: a path (with <placeholders> as wildcards), a private Python file of the
-    collection or a test file by its own name, or a plugin or role tfdist.cluster.NAME."""
+    collection or a test file by its own name, or a plugin, role or playbook tfdist.cluster.NAME."""
     if name.startswith(tuple(top + "/" for top in TOPS)):
         if " " in name:
             return True  # a command line, not a path
@@ -75,6 +75,7 @@ def is_found(name):
     if name.startswith("tfdist.cluster."):
         short = name[len("tfdist.cluster."):]
         return (short in filter_names() or os.path.isdir(os.path.join(REPO, "roles", short))
+                or os.path.isfile(os.path.join(REPO, "playbooks", short + ".yml"))
                 or any(os.path.isfile(os.path.join(REPO, "plugins", kind, short + ".py")) for kind in PLUGIN_KINDS))
     return True  # a variable, a command, a value
 

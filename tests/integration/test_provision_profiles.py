@@ -33,10 +33,9 @@ def load(tmp_path):
     playbook.write_text(PLAYBOOK)
 
     def run(cloud, profiles_dir=PROFILES):
-        # tfdist_home: what the local profile's paths start from (playbooks/group_vars/all.yml sets it).
+        # The role's own variables only: a profile reads no playbook variable (tfdist_home, tf_port_base, ...).
         return run_playbook(str(playbook), "provision_cloud=" + cloud, "provision_profiles_dir=" + str(profiles_dir),
-                            "tfdist_home=" + str(tmp_path), env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
-                            timeout=120)
+                            env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}, timeout=120)
     return run
 
 

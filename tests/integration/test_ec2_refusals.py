@@ -67,8 +67,8 @@ def provisioned(ec2_emulator):
     remove_artifacts(name)
 
 
-def test_a_radl_file_s_zones_move_the_cluster_to_the_next_zone_on_a_capacity_refusal(ec2_emulator, provisioned,
-                                                                                       tmp_path):
+def test_a_radl_file_s_zones_move_the_cluster_to_the_next_zone_on_a_capacity_refusal(
+        ec2_emulator, provisioned, tmp_path):
     url = "aws://us-east-1/%s" % ec2_emulator.image_id
     radl = tmp_path / "zones.radl"
     # The ps names no zone: it goes where the rest of the cluster goes.

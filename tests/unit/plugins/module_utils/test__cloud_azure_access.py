@@ -259,4 +259,3 @@ def test_azure_existing_subnet_without_the_group_is_put_behind_it(azure):
 
     subnet = azure.get(azure.subnet_path)
     assert subnet["properties"].get("networkSecurityGroup", {}).get("id", "").lower() == azure.nsg_path.lower()
-

@@ -184,4 +184,3 @@ def test_ec2_group_of_the_same_name_in_another_vpc_is_not_touched(ec2):
 
     assert facts["firewall_id"] != other
     assert ec2.groups[other]["perms"][0]["cidrs"] == ["0.0.0.0/0"]
-

@@ -1,30 +1,24 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""Start the idle guard on a node, after a quick look whether it already runs as asked.
+"""Start the idle guard on a node with the module's own work, done by the node's python3: no module run.
 
-On a re-run the guard usually runs with the same settings and code. The node's own copy of the guard
-(module_utils/_idle_guard.py, laid down with the package tfdist) says so in one raw command (_look, the "guard"
-look), with no module payload to build, send and import (about a third of the module's cost on each
-host of every run).
+On a re-run the guard usually runs with the same settings and code. The node's python3 runs the module's work
+(_idle_guard.ensure_started) from the guard's own copy of the package tfdist, when it is this version's: one raw
+command (plugin_utils/_controller.py, run_on_node), with no module payload to build, send and import (about 0.15 s
+of the node's CPU each, compiling Ansible's module_utils.basic).
 
-Where it does not (a fresh node: the first contact of a deploy), the node's python3 does the module's work
-(_idle_guard.ensure_started) from the package sent on the command's stdin, which it lays down as the guard's copy:
-a second raw command instead of a module run (about 0.15 s of the node's CPU each, compiling Ansible's
-module_utils.basic). Anything else (check mode, state=absent, options the module must name, no python3, an error)
-runs the module.
+Where the node holds no such copy (a fresh node: the first contact of a deploy), the same work runs from the package
+sent on the command's stdin, which it lays down as the guard's copy: a second raw command instead of a module run.
+Anything else (check mode, state=absent, options the module must name, no python3, an error) runs the module.
 """
 
 from __future__ import annotations
 
-import json
-
-from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _look
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
+from ansible_collections.tfdist.cluster.plugins.module_utils._node_run import GUARD_LIB
 from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import ModuleAction, run_on_node
 
 
 def started_options(args):
@@ -42,43 +36,23 @@ def started_options(args):
             "quiet_seconds": p["quiet_seconds"]}
 
 
-class ActionModule(AnswerFirst):
+# What the module's result holds, whichever copy of the package the node ran it from.
+RESULT_KEYS = frozenset(("changed", "started", "running", "pid", "dir", "settings", "service"))
+
+
+class ActionModule(ModuleAction):
 
     MODULE = "tfdist.cluster.idle_guard"
 
-    def _answer(self, task_vars):
+    def _result_for_less(self, task_vars):
         if self._task.check_mode:
             return None
         options = started_options(self._task.args)
         if options is None:
             return None
-        found = self._quick_look(options)
-        if found:
-            return dict(changed=False, started=False, running=True, pid=found["pid"], dir=found["dir"],
-                        settings=found["settings"], service=found["service"])
-        return self._start_on_node(options)
-
-    def _quick_look(self, options):
-        # With the guard's copy of the package: what the guard runs as, or the module's turn.
-        command = _look.in_guard_folder("guard", json.dumps(options), package_files()[CHECKSUMS].decode())
-        looked = self._low_level_execute_command(command)
-        if looked.get("rc") != 0:
-            return None
-        try:
-            found = json.loads(looked["stdout"].strip().splitlines()[-1])
-            return found if isinstance(found.get("pid"), int) and {"dir", "settings", "service"} <= set(found) else None
-        except (ValueError, IndexError, AttributeError):
-            return None
-
-    def _start_on_node(self, options):
-        """The module's result from its work done by the node's python3 with the package sent on stdin; None: the
-        module's turn."""
-        try:
-            started = self._low_level_execute_command(
-                _look.with_package(), in_data=_look.package_stdin(package_zip(), "start-guard", json.dumps(options)))
-            if started.get("rc") != 0:
-                return None
-            result = json.loads(started["stdout"].strip().splitlines()[-1])
-        except (AnsibleError, ValueError, IndexError, KeyError):
-            return None
-        return result if isinstance(result, dict) and {"changed", "pid", "dir"} <= set(result) else None
+        # The guard's copy of this version's package first (a re-run); the package sent with the command otherwise.
+        for lib in (GUARD_LIB, None):
+            result = run_on_node(self, "idle_guard", options, lib=lib)
+            if isinstance(result, dict) and RESULT_KEYS <= set(result):
+                return result
+        return None

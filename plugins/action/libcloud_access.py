@@ -5,18 +5,18 @@
 A deploy on a cloud with access control (aws, gce, azure, openstack) calls the module before its nodes and a
 destroy after them: each a module run of about half a second on the controller. Where the task runs on the
 controller with the controller's own Python and no environment of its own, this action runs the module's code here
-instead (plugin_utils/_controller.py, RunsHere).
+instead (plugin_utils/_controller.py, InControllerAction).
 """
 
 from __future__ import annotations
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import HAS_LIBCLOUD
 from ansible_collections.tfdist.cluster.plugins.modules import libcloud_access
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import RunsHere
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import InControllerAction
 
 
-class ActionModule(RunsHere):
+class ActionModule(InControllerAction):
 
     MODULE = "tfdist.cluster.libcloud_access"
     MODULE_CODE = libcloud_access
-    HERE_NEEDS = HAS_LIBCLOUD
+    LIBRARIES_HERE = HAS_LIBCLOUD

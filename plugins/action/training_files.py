@@ -9,19 +9,17 @@ INLINE_LIMIT bytes the dataset travels inside the module's arguments: one call i
 a copy (a stat, then the transfer), the largest cost of a deploy before its first step after the TF
 import. A larger file goes as ansible.builtin.copy sends it, after the call.
 
-On a re-run the node usually holds these files already. The action names each by its checksum and looks first with
-one raw command: the node's python3 runs the package's own copy of _files.holds (_look, the "files" look; laid
-down by the previous call).
-When every file and folder is there as the module would leave it, that look is the whole call: changed=false, with
-no module payload to build, send and import on each host. Anything else (a file that differs, a new task, other
-code, no python3) lays the files down. On this machine (connection local, no become: cloud=local) the action looks
-itself.
+On a re-run the node usually holds these files already. The node's python3 then does the module's work
+(_host_files.lay_down_host) from the idle guard's copy of the package, when it is this version's: one raw command
+with the module's params on stdin (plugin_utils/_controller.py, run_on_node: the "training_files" run), which writes
+nothing where everything is in place, as the module does, with no module payload to build, send and import.
 
-Where the idle guard's copy of the package is this version's, the node's own copy of the module's work lays the
-files down: it runs _host_files with the module's params on stdin (_look, the "lay-down"), one raw command instead of
-a module run. Params up to SEND_FIRST_LIMIT go to it first, with no look before (it writes nothing where everything
-is in place, as the module does); larger ones only after the look found the node wanting. Without that copy (no
-guard, another version), in check mode, or with a dataset too large to go inline, the module runs.
+Params larger than SEND_FIRST_LIMIT (a dataset inline) are not sent before the action knows the node wants them: the
+"files_in_place" run first compares each file with its SHA256 (_files.holds, the rule the module writes by), with the
+copy of the package in package_dest; the action answers changed=false when every file and folder is there as the
+module would leave it. It is also what a node without the guard's copy of this version gets, and on this machine
+(connection local, no become: cloud=local) the action's own process runs it. Anything else (check mode, a dataset too
+large to go inline, a file that differs with no guard's copy, no python3) runs the module.
 """
 
 from __future__ import annotations
@@ -34,14 +32,15 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files, _look
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
+from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine, run_on_node
 
 # A file this size costs little to send again on a re-run; beyond it, the copy's checksum first.
 INLINE_LIMIT = 4 * 1024 * 1024
-# Params up to this size (JSON) go to the lay-down before any look: sending them costs about what the look costs.
+# Params up to this size (JSON) go to the node's run of the module's work first: sending them costs about what the
+# files_in_place run costs.
 SEND_FIRST_LIMIT = 64 * 1024
 
 
@@ -57,14 +56,14 @@ def node_params(args):
     return None if checked.error_messages else checked.validated_parameters
 
 
-def look_parts(args):
-    """What the look checks for the module's args, as _files.holds arguments (the job's files and folders, then the
-    package's); None where the module must run."""
-    return parts_to_look_at(node_params(args))
+def files_to_check(args):
+    """What the files_in_place run checks for the module's args, as _files.holds arguments (the job's files and
+    folders, then the package's); None where the module must run."""
+    return files_to_check_for(node_params(args))
 
 
-def parts_to_look_at(params):
-    """look_parts for the module's params as node_params validated them (None: None)."""
+def files_to_check_for(params):
+    """files_to_check for the module's params as node_params validated them (None: None)."""
     if params is None:
         return None
     try:
@@ -118,17 +117,17 @@ class ActionModule(ActionBase):
                 large = data_src
         params = node_params(args)
         sent = json.dumps(params) if params is not None else None
-        may_lay_down = sent is not None and not (large or self._task.check_mode or on_this_machine(self))
-        # A small call goes whole at once: on a re-run the lay-down answers what the look would, and a new node
-        # saves the look's round trip. A large one (a dataset inline) is looked at first, by its checksums.
-        send_first = may_lay_down and len(sent) <= SEND_FIRST_LIMIT
-        laid = self._lay_down_on_node(params, sent) if send_first else None
+        on_node = sent is not None and not (large or self._task.check_mode or on_this_machine(self))
+        # A small call goes whole at once: on a re-run the module's work answers what files_in_place would, and a new
+        # node saves that run's round trip. A large one (a dataset inline) is checked first, by its SHA256s.
+        send_first = on_node and len(sent) <= SEND_FIRST_LIMIT
+        laid = self._lay_down_on_node(params) if send_first else None
         if laid is None:
-            if not large and self._quick_look(params):
+            if not large and self._files_in_place(params):
                 result.update(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[], warm=[])
                 return result
-            if may_lay_down and not send_first:
-                laid = self._lay_down_on_node(params, sent)
+            if on_node and not send_first:
+                laid = self._lay_down_on_node(params)
         if laid is not None:
             result.update(laid)
             return result
@@ -142,31 +141,20 @@ class ActionModule(ActionBase):
                               % (large, result["data_copy"].get("msg")))
         return result
 
-    def _quick_look(self, params):
+    def _files_in_place(self, params):
         """True when the node holds every file and folder of the module's params as the module would leave them."""
-        look = parts_to_look_at(params)
-        if look is None:
+        files = files_to_check_for(params)
+        if files is None:
             return False
-        if on_this_machine(self):
-            return _look.files_hold(look)
-        command = _look.command(params["package_dest"], "files", json.dumps(look))
-        return self._low_level_execute_command(command).get("rc") == 0
+        # The copy of the package in package_dest checks: its own files are among those it checks.
+        return run_on_node(self, "files_in_place", files, lib=params["package_dest"], this_version=False) is True
 
-    def _lay_down_on_node(self, params, sent):
-        """The module's result from the node's own copy of its work (_host_files, with the idle guard's copy of the
-        package, when it is this version's): one raw command, sent (params as JSON) on its stdin. None: the module's
-        turn."""
+    def _lay_down_on_node(self, params):
+        """The module's result from the node's run of its work with the idle guard's copy of the package; None: the
+        module's turn."""
         if params is None or params["package_dest"] is None:
             return None
-        command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())
-        try:
-            # The params (the task environment and the dataset among them) go on stdin, never on a command line.
-            laid = self._low_level_execute_command(command, in_data=sent.encode())
-            if laid.get("rc") != 0:
-                return None
-            result = json.loads(laid["stdout"].strip().splitlines()[-1])
-        except (AnsibleError, ValueError, IndexError, KeyError):
-            return None
+        result = run_on_node(self, "training_files", params)
         return result if isinstance(result, dict) and "changed" in result else None
 
     def _render(self, template, template_vars, args, task_vars):

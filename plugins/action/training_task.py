@@ -4,10 +4,10 @@
 
 A deploy asks in check mode whether its job must run (the leader's check in roles/training). The answer is the
 module's rule (_task_plan.plan), which the node's copy of the package tfdist also holds: the idle guard's, checked
-file by file against this version's checksums. One raw command runs it there (_look, the "plans" look), with no
-module payload to build, send and import; on this machine (connection local, no become: cloud=local) the action
-runs the rule itself. Anything else (no such copy, another version, a path the node would
-expand, options the module must name as wrong, a call that changes something) runs the module.
+file by file against this version's checksums. One raw command runs it there (plugin_utils/_controller.py,
+run_on_node: the "task_plans" run), with no module payload to build, send and import; on this machine (connection
+local, no become: cloud=local) the action runs the rule itself. Anything else (no such copy, another version, a path
+the node would expand, options the module must name as wrong, a call that changes something) runs the module.
 """
 
 from __future__ import annotations
@@ -16,19 +16,18 @@ import json
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _look, _task_plan
-from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
-from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import AnswerFirst, on_this_machine
+from ansible_collections.tfdist.cluster.plugins.module_utils import _task_plan
+from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import ModuleAction, run_on_node
 
 
-class ActionModule(AnswerFirst):
+class ActionModule(ModuleAction):
 
     MODULE = "tfdist.cluster.training_task"
 
-    def _answer(self, task_vars):
-        return self._look() if self._task.check_mode else None
+    def _result_for_less(self, task_vars):
+        return self._check_mode_result() if self._task.check_mode else None
 
-    def _look(self):
+    def _check_mode_result(self):
         """The module's check-mode result for state=started, from the node's copy; None: the module's turn."""
         args = self._task.args
         if args.get("state", "started") != "started":
@@ -45,7 +44,7 @@ class ActionModule(AnswerFirst):
             return None
         if any(_task_plan.check_params(p) for p in params):
             return None
-        results = self._plans_here(params) if on_this_machine(self) else self._plans_on_node(params)
+        results = run_on_node(self, "task_plans", params)
         if not isinstance(results, list) or len(results) != len(params):
             return None
         if validated["tasks"] is not None:
@@ -53,21 +52,3 @@ class ActionModule(AnswerFirst):
         result = results[0]
         del result["name"]
         return result
-
-    @staticmethod
-    def _plans_here(params):
-        """The host is this machine, reached as this user: the module's rule, in this process."""
-        return _look.task_plans(params)
-
-    def _plans_on_node(self, params):
-        """The plans from the node's copy of the package (one raw command); None when it is not this version's."""
-        # The idle guard's copy of the package, checked file by file against this version's checksums.
-        command = _look.in_guard_folder("plans", package_files()[CHECKSUMS].decode())
-        try:
-            # The options (env among them) go on stdin, never on a command line.
-            looked = self._low_level_execute_command(command, in_data=json.dumps(params).encode())
-            if looked.get("rc") != 0:
-                return None
-            return json.loads(looked["stdout"].strip().splitlines()[-1])
-        except (AnsibleActionFail, ValueError, IndexError, KeyError):
-            return None

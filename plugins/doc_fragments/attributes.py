@@ -30,7 +30,7 @@ attributes:
 '''
 
     # Actions that run their module's code in the controller's own process there (plugin_utils/_controller.py,
-    # RunsHere): with tfdist.cluster.attributes.action.
+    # InControllerAction): with tfdist.cluster.attributes.action.
     ACTION_HERE = r'''
 attributes:
   action:

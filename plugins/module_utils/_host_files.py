@@ -3,7 +3,7 @@
 """What the training_files module leaves on a host: each task's files, the package tfdist, the warm starts.
 
 One home for that work, run two ways: by the module (its AnsiballZ payload carries the package), and by the node's own
-copy of the package (the "lay-down" look of _look, which takes the package from the idle guard's copy): the
+copy of the package (the "training_files" run of _node_run, which takes the package from the idle guard's copy): the
 training_files action tries that first, one raw command without a module payload to build, send and import.
 
 Standard library only, imports relative to its package: it runs on the nodes as part of the package tfdist.

@@ -58,7 +58,7 @@ import sys
 import time
 
 from ._cluster import TASK_TYPES
-from ._files import FILE_MODE, PACKAGE_NAME, holds_checksums, lay_down, make_folder, package_root, write_file
+from ._files import FILE_MODE, PACKAGE_NAME, lay_down, make_folder, package_root, write_file
 from ._json_files import read_json, write_json
 from ._supervisor import start, stop
 from ._task_folder import task_status
@@ -83,9 +83,9 @@ UNIT_DIR = "/etc/systemd/system"
 LOG = "task.log"
 
 
-# The guard's folder under its user's home (guard_dir); the idle_guard action's quick look starts there.
+# The guard's folder under its user's home (guard_dir).
 HOME_FOLDER = ".tfdist/" + NAME
-# The guard's copy of the package tfdist is in this folder of its own (the looks of _look run it too).
+# The guard's copy of the package tfdist is in this folder of its own (the node runs of _node_run use it too).
 LIB = "lib"
 
 
@@ -182,8 +182,9 @@ def ensure_started(options, folder, check_mode, package_files):
     the controller is heard from (for options' quiet_seconds more). Returns the module's result. Raises OSError or
     SupervisorError when it cannot start.
 
-    The module runs it with the package of its payload; on a fresh node the idle_guard action runs it from the
-    package it sends on stdin (_look's "start-guard"), with no module run.
+    The module runs it with the package of its payload; the idle_guard action has the node's python3 run it
+    (_node_run's "idle_guard") with the guard's own copy of the package, or on a fresh node with the package it sends
+    on stdin: no module run.
     """
     settings = settings_for(options["idle_minutes"], options["tasks_dir"], options.get("poweroff_command"))
     unit = unit_text(sys.executable, folder) if as_service(folder) else None
@@ -255,27 +256,6 @@ def settings_for(idle_minutes, tasks_dir, poweroff_command):
 def node_options(options):
     """The idle_guard module's options as its module reads them on the node: tasks_dir with ~ and $VARS expanded."""
     return dict(options, tasks_dir=os.path.expanduser(os.path.expandvars(options["tasks_dir"])))
-
-
-def quick_look(options, checksums, folder=None):
-    """{pid, dir, settings, service} of this user's guard when it runs with the settings of options (the idle_guard
-    module's), as it should run here (a service or a process), and the package whose SHA256SUMS reads checksums, each
-    of its files intact; the controller is then heard from (for options' quiet_seconds more). None when the module
-    has something to do (the idle_guard action's look before it, on a re-run).
-    """
-    folder = folder or guard_dir()
-    options = node_options(options)
-    settings = settings_for(options["idle_minutes"], options["tasks_dir"], options.get("poweroff_command"))
-    if read_json(os.path.join(folder, SETTINGS)) != settings:
-        return None
-    if not holds_checksums(package_root(os.path.join(folder, LIB)), checksums):
-        return None
-    unit = unit_text(sys.executable, folder) if as_service(folder) else None
-    status = guard_status(folder, unit)
-    if not status["running"]:
-        return None
-    heartbeat(folder, options.get("quiet_seconds") or 0)
-    return {"pid": status["pid"], "dir": folder, "settings": settings, "service": UNIT_NAME if unit else None}
 
 
 # ---------------------------------------------------------------- the controller: heard from, at work

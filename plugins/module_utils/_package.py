@@ -8,7 +8,7 @@ import functools
 import pkgutil
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import (
-    _cluster, _files, _host_files, _idle_guard, _json_files, _look, _netns, _netns_holder, _storage, _supervisor,
+    _cluster, _files, _host_files, _idle_guard, _json_files, _netns, _netns_holder, _node_run, _storage, _supervisor,
     _task_folder, _task_plan, _warm_child, _warm_start, train)
 from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
@@ -16,15 +16,15 @@ from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
 
 SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
 PACKAGE_NAME = _files.PACKAGE_NAME
-SHIPPED = (_cluster, _files, _host_files, _idle_guard, _json_files, _look, _netns, _netns_holder, _storage, _supervisor,
-           _task_folder, _task_plan, _warm_child, _warm_start, train, checkpoints, cli, data, evaluator, job, model,
-           progress, results, strategies)
+SHIPPED = (_cluster, _files, _host_files, _idle_guard, _json_files, _netns, _netns_holder, _node_run, _storage,
+           _supervisor, _task_folder, _task_plan, _warm_child, _warm_start, train, checkpoints, cli, data, evaluator, job,
+           model, progress, results, strategies)
 CHECKSUMS = _files.CHECKSUMS_FILE
 PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
 
 tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _host_files, _idle_guard,
-_json_files, _look, _netns, _netns_holder, _storage, _supervisor (python -m tfdist._supervisor --help), _task_folder,
-_task_plan, _warm_child and _warm_start are copies of the collection's module_utils of the same names. Do not edit:
+_json_files, _netns, _netns_holder, _node_run, _storage, _supervisor (python -m tfdist._supervisor --help),
+_task_folder, _task_plan, _warm_child and _warm_start are copies of the collection's module_utils of the same names. Do not edit:
 the next deploy rewrites these files.
 """
 '''
@@ -68,5 +68,5 @@ def lay_down(dest, check_mode=False):
 
 @functools.lru_cache(maxsize=None)
 def package_zip():
-    """The whole package as a zip (bytes) that a node's python3 imports it from (_look.with_package)."""
+    """The whole package as a zip (bytes) that a node's python3 imports it from (_node_run.COMMAND)."""
     return _files.zip_package(package_files())

@@ -1,21 +1,33 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""Actions that answer for their module where they can do it for less, and run the module otherwise.
+"""Actions that give their module's result for less than a module run, with the module's own code, or run the module.
 
-An answer is a look on the host with one raw command, or the module's own code in the controller's process where
-the host is the controller itself (on_this_machine, RunsHere).
+A module run builds a payload, sends it and starts a Python that imports it: about half a second on the controller
+(Ansible's module code and libcloud), about 0.15 s of a node's CPU. Two ways to its result cost less, each used by
+every action that can:
+
+- the module's code in the controller's process, where the task runs on the controller with its Python and
+  environment (InControllerAction, with InProcessModule for what the code uses of AnsibleModule): the libcloud_*
+  modules, whose work is a cloud's API;
+- the module's work done by the node's python3 from the node's copy of the package tfdist, one raw command
+  (run_on_node; module_utils/_node_run.py holds the functions it runs, which are the modules' own), or in this
+  process where the node is this machine and the run only reads it: idle_guard, training_files, training_task.
 
 Private to the collection (leading underscore): the API may change between releases.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.tfdist.cluster.plugins.module_utils import _node_run
+from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 
 
 def on_this_machine(action):
@@ -24,30 +36,47 @@ def on_this_machine(action):
     return action._connection.transport == "local" and not action._play_context.become
 
 
-class AnswerFirst(ActionBase):
-    """Runs MODULE, the module of the same name, unless _answer gives its result first."""
+def run_on_node(action, run, params, lib=_node_run.GUARD_LIB, this_version=True):
+    """The module's result from the node run `run` (a key of _node_run.RUNS) with the module's params, one raw
+    command: the package from the node's copy in lib (this version's only, with this_version), or sent as a zip when
+    lib is None. A READ_ONLY run on this machine runs in this process. None: the module's turn."""
+    if run in _node_run.READ_ONLY and on_this_machine(action):
+        return _node_run.run_here(run, params, package_files)
+    checksums = package_files()[CHECKSUMS].decode() if lib and this_version else None
+    stdin = _node_run.request(run, params, lib, checksums) + (b"" if lib else package_zip())
+    try:
+        done = action._low_level_execute_command(_node_run.COMMAND, in_data=stdin)
+        if done.get("rc") != 0:
+            return None
+        return json.loads(done["stdout"].strip().splitlines()[-1])
+    except (AnsibleError, ValueError, IndexError, KeyError):
+        return None
+
+
+class ModuleAction(ActionBase):
+    """Runs MODULE, the module of the same name, unless _result_for_less gives its result first."""
 
     TRANSFERS_FILES = False
     MODULE = None
 
-    def _answer(self, task_vars):
+    def _result_for_less(self, task_vars):
         """The module's result, found for less than its run; None: the module's turn."""
         raise NotImplementedError
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        answer = self._answer(task_vars or {})
+        answer = self._result_for_less(task_vars or {})
         if answer is None:
             answer = self._execute_module(module_name=self.MODULE, module_args=self._task.args, task_vars=task_vars)
         result.update(answer)
         return result
 
 
-class ModuleDone(BaseException):
+class ModuleExit(BaseException):
     """exit_json or fail_json: like the SystemExit of AnsibleModule, not an Exception the module's code catches."""
 
 
-class ModuleHere:
+class InProcessModule:
     """What a module's code uses of AnsibleModule (params, check_mode, _diff, no_log_values, exit_json, fail_json), in
     this process."""
 
@@ -56,48 +85,49 @@ class ModuleHere:
         self.no_log_values = set()  # values the module's code marks secret, masked in its result as AnsibleModule does
 
     def exit_json(self, **result):
-        raise ModuleDone(result)
+        raise ModuleExit(result)
 
     def fail_json(self, msg, **result):
-        raise ModuleDone(dict(result, failed=True, msg=msg))
+        raise ModuleExit(dict(result, failed=True, msg=msg))
 
 
-class RunsHere(AnswerFirst):
+class InControllerAction(ModuleAction):
     """Runs the module's code in the controller's own process where the task runs on the controller (connection local,
     no become) with this process's Python and no environment of its own; the module anywhere else.
 
     A module run on the controller starts a Python that imports Ansible's module code (and libcloud) after its
     payload is built: about half a second, more than a cloud's answer. MODULE_CODE is the module's Python module: its
-    ARGUMENT_SPEC, REQUIRED_IF (if any) and run_module(module), which takes a ModuleHere. Options the module must name
-    as wrong, or a library missing here (HERE_NEEDS false), run the module, which names them.
+    ARGUMENT_SPEC, REQUIRED_IF (if any) and run_module(module), which takes an InProcessModule. Options the module must
+    name as wrong, or a library missing here (LIBRARIES_HERE false), run the module, which names them.
     """
 
     MODULE_CODE = None
-    HERE_NEEDS = True
+    LIBRARIES_HERE = True
 
-    def _answer(self, task_vars):
-        return self._run_here() if self._runs_here(task_vars) else None
+    def _result_for_less(self, task_vars):
+        return self._run_module_code() if self._controller_can_run_it(task_vars) else None
 
-    def _runs_here(self, task_vars):
+    def _controller_can_run_it(self, task_vars):
         """The task runs on the controller, with this process's Python (its libraries) and environment."""
         # A play's or role's environment, even an empty one, shows up as a list of them.
-        if not self.HERE_NEEDS or not on_this_machine(self) or self._task.async_val or any(self._task.environment or []):
+        if (not self.LIBRARIES_HERE or not on_this_machine(self) or self._task.async_val
+                or any(self._task.environment or [])):
             return False
         interpreter = self._templar.template(task_vars.get("ansible_python_interpreter", sys.executable))
         return isinstance(interpreter, str) and (
             os.path.dirname(os.path.abspath(interpreter)) == os.path.dirname(os.path.abspath(sys.executable)))
 
-    def _run_here(self):
+    def _run_module_code(self):
         """The module's result, from its code run here; None when the module must name what is wrong."""
         try:
             validation, params = self.validate_argument_spec(
                 self.MODULE_CODE.ARGUMENT_SPEC, required_if=getattr(self.MODULE_CODE, "REQUIRED_IF", None))
         except AnsibleActionFail:
             return None
-        module = ModuleHere(params, self._task.check_mode, self._task.diff)
+        module = InProcessModule(params, self._task.check_mode, self._task.diff)
         try:
             self.MODULE_CODE.run_module(module)
-        except ModuleDone as done:
+        except ModuleExit as done:
             # As AnsibleModule does: no value of a no_log option (credentials) in what is returned.
             return remove_values(done.args[0], validation._no_log_values | module.no_log_values)
         raise AnsibleActionFail("%s returned no result" % self.MODULE)

@@ -9,8 +9,8 @@ import subprocess
 
 from ansible_cli import run_playbook, tail
 
-from ansible_collections.tfdist.cluster.plugins.action.training_files import look_parts, node_params
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _package
+from ansible_collections.tfdist.cluster.plugins.action.training_files import files_to_check, node_params
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _node_run, _package
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 PLAYBOOK = """
@@ -35,6 +35,12 @@ PLAYBOOK = """
 
 # What -vvv prints when the action builds and runs the module (not when its look answered).
 MODULE_RAN = "Using module file"
+
+
+def files_in_place(package_dest, parts):
+    """The exit code of the training_files action's "files_in_place" run on a node, with the copy in package_dest."""
+    return subprocess.run(_node_run.COMMAND, shell=True, input=_node_run.request("files_in_place", parts, package_dest),
+                          check=False, timeout=60).returncode
 
 
 def lay(tmp_path):
@@ -87,7 +93,8 @@ def test_anything_the_module_would_change_sends_the_call_to_it(tmp_path):
 
 
 def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
-    """On a node the look is a raw command: python3 runs the "files" look of the package the module laid down."""
+    """On a node the look is a raw command: python3 runs the "files_in_place" run of the package the module laid
+    down."""
     lay(tmp_path)
     args = {"work_dir": str(tmp_path / "job"), "package_dest": str(tmp_path / "lib"), "cluster_name": "looked",
             "tasks": [{"name": "worker-%d" % i, "type": "worker", "index": i} for i in (0, 1)],
@@ -95,16 +102,14 @@ def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
             "folders": ["tensorboard"]}
 
     def node_look(**changed):
-        parts = look_parts(dict(args, **changed))
-        return subprocess.run(_look.command(args["package_dest"], "files", json.dumps(parts)), shell=True,
-                              check=False, timeout=60).returncode
+        return files_in_place(args["package_dest"], files_to_check(dict(args, **changed)))
 
     assert node_look() == 0
     assert node_look(script="print('other')\n") != 0
     # The module's own options decide: what it refuses, it names (no look), and its defaults are the look's.
-    assert look_parts(dict(args, chief_name="boss")) is None
-    assert look_parts(dict(args, gpus="two")) is None
-    assert look_parts(dict(args, chief_name="chief", gpus=0)) == look_parts(args)
+    assert files_to_check(dict(args, chief_name="boss")) is None
+    assert files_to_check(dict(args, gpus="two")) is None
+    assert files_to_check(dict(args, chief_name="chief", gpus=0)) == files_to_check(args)
     assert node_look(folders=["tensorboard", "profile"]) != 0
     os.remove(tmp_path / "lib" / "tfdist" / "_files.py")  # no look without the node's own copy
     assert node_look() != 0
@@ -112,18 +117,19 @@ def test_the_nodes_own_copy_answers_the_same_look(tmp_path):
 
 def test_on_a_fresh_node_the_guards_copy_lays_down_what_the_module_would(tmp_path):
     """A node that holds the idle guard's copy of this version's package lays its files down with it: one raw command
-    (the "lay-down" of _look), its params on stdin. Its result and files are the module's; another version's copy does
-    nothing and leaves the call to the module."""
+    (the "training_files" run of _node_run), its params on stdin. Its result and files are the module's; another
+    version's copy does nothing and leaves the call to the module."""
     home = tmp_path / "home"
     _package.lay_down(str(home / _idle_guard.HOME_FOLDER / "lib"))  # what the idle_guard module leaves
     args = {"work_dir": str(tmp_path / "job"), "package_dest": str(tmp_path / "lib"), "cluster_name": "looked",
             "tasks": [{"name": "worker-%d" % i, "type": "worker", "index": i} for i in (0, 1)],
             "script": "print('training')\n", "cluster_spec": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
             "folders": ["tensorboard"]}
-    command = _look.in_guard_folder("lay-down", package_files()[CHECKSUMS].decode())
+    stdin = _node_run.request("training_files", node_params(args), _node_run.GUARD_LIB,
+                              package_files()[CHECKSUMS].decode())
 
     def node_lay_down():
-        done = subprocess.run(command, shell=True, input=json.dumps(node_params(args)), capture_output=True, text=True,
+        done = subprocess.run(_node_run.COMMAND, shell=True, input=stdin.decode(), capture_output=True, text=True,
                               env=dict(os.environ, HOME=str(home)), check=False, timeout=60)
         return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
 
@@ -132,8 +138,7 @@ def test_on_a_fresh_node_the_guards_copy_lays_down_what_the_module_would(tmp_pat
     assert laid["changed"] and laid["new_tasks"] == ["worker-0", "worker-1"] and "_host_files.py" in laid["package_written"]
     assert (tmp_path / "job" / "tasks" / "worker-1" / "train.py").read_text() == "print('training')\n"
     # Exactly what the module leaves: the look finds everything in place, and the module has nothing to do.
-    assert subprocess.run(_look.command(args["package_dest"], "files", json.dumps(look_parts(args))), shell=True,
-                          check=False, timeout=60).returncode == 0
+    assert files_in_place(args["package_dest"], files_to_check(args)) == 0
     again, module_ran = lay(tmp_path)
     assert not again["changed"] and not module_ran
     assert node_lay_down() == (0, dict(changed=False, written=[], new_tasks=[], package_written=[], package_removed=[],

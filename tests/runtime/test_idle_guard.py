@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _look, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _node_run, _supervisor, _task_folder
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 from file_modes import loose_modes
 from processes import alive, wait_until
@@ -164,45 +164,57 @@ def test_absent_stops_the_guard_and_removes_its_folder(guard):
     assert not os.path.exists(guard.folder) and not os.path.exists(guard.mark)
 
 
-def test_the_quick_look_finds_the_guard_as_asked_and_nothing_else(guard):
-    """What the idle_guard action's raw command runs on a re-run: the module runs only when this says None."""
+def run_on_node(guard, options, lib=None, checksums=None, package=b"", env=None):
+    """(exit code, result or stderr) of the idle_guard action's raw command: the node's python3 runs the module's work
+    (_node_run's "idle_guard") for the guard of guard.folder, from the copy in lib or the package's zip."""
+    done = subprocess.run(_node_run.COMMAND, shell=True, capture_output=True, env=env, check=False, timeout=60,
+                          input=_node_run.request("idle_guard", options, lib, checksums, guard.folder) + package)
+    return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
+
+
+def test_a_rerun_is_answered_by_the_guards_own_copy_as_the_module_would_and_only_by_this_version(guard):
+    """What the idle_guard action's raw command runs on a re-run: the module's work from the guard's copy of the
+    package, which answers only when that copy is this version's, intact (the module runs otherwise)."""
     checksums = package_files()[CHECKSUMS].decode()
+    lib = os.path.join(guard.folder, "lib")
     started = guard.start(idle_seconds=600)
-    options = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": started["settings"]["poweroff_command"]}
+    options = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir,
+               "poweroff_command": started["settings"]["poweroff_command"]}
     heard = _idle_guard.last_heard(guard.folder)
     time.sleep(0.05)
-    found = _idle_guard.quick_look(options, checksums, guard.folder)
-    assert found == {"pid": started["pid"], "dir": guard.folder, "settings": started["settings"], "service": None}
-    assert _idle_guard.last_heard(guard.folder) > heard  # the look is word from the controller
+    rc, found = run_on_node(guard, options, lib, checksums)
+    assert rc == 0, found
+    assert found == {"changed": False, "started": False, "running": True, "pid": started["pid"], "dir": guard.folder,
+                     "settings": started["settings"], "service": None}
+    assert _idle_guard.last_heard(guard.folder) > heard  # the run is word from the controller
 
-    assert _idle_guard.quick_look(dict(options, idle_minutes=20.0), checksums, guard.folder) is None
-    assert _idle_guard.quick_look(options, checksums.replace("0", "1", 1), guard.folder) is None  # other code
-    program = os.path.join(guard.folder, "lib", "tfdist", "_idle_guard.py")
+    assert run_on_node(guard, options, lib, checksums.replace("0", "1", 1))[0] != 0  # other code: the module's turn
+    program = os.path.join(lib, "tfdist", "_idle_guard.py")
     with open(program, "a") as handle:
         handle.write("# changed on the node\n")
-    assert _idle_guard.quick_look(options, checksums, guard.folder) is None
+    assert run_on_node(guard, options, lib, checksums)[0] != 0
     assert guard.start(idle_seconds=600)["started"]  # the module lays the file down again, and restarts the guard
-    assert _idle_guard.quick_look(options, checksums, guard.folder)["pid"] is not None
+    rc, found = run_on_node(guard, options, lib, checksums)
+    assert rc == 0 and found["pid"] is not None and not found["changed"]
+    # Other settings and a stopped guard: the module's work, done by the copy (the running guard reads new settings).
+    rc, longer = run_on_node(guard, dict(options, idle_minutes=20.0), lib, checksums)
+    assert rc == 0 and longer["changed"] and not longer["started"] and longer["pid"] == found["pid"]
     _supervisor.stop(guard.folder)
-    assert _idle_guard.quick_look(options, checksums, guard.folder) is None
+    rc, again = run_on_node(guard, options, lib, checksums)
+    assert rc == 0 and again["started"] and alive(again["pid"])
 
 
 def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_would(guard, tmp_path):
-    """The idle_guard action's second raw command, where its look found no guard: the node's python3 runs the module's
-    work from the package zip on stdin, which it lays down as the guard's copy, and leaves no zip behind."""
+    """The idle_guard action's second raw command, where the guard's copy did not answer: the node's python3 runs the
+    module's work from the package zip on stdin, which it lays down as the guard's copy, and leaves no zip behind."""
     options = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": ["true"]}
     temp = tmp_path / "tmp"
     temp.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp))
 
-    def start_on_node(package):
-        done = subprocess.run(_look.with_package(), shell=True,
-                              input=_look.package_stdin(package, "start-guard", json.dumps(options), guard.folder),
-                              capture_output=True, env=dict(os.environ, TMPDIR=str(temp)), check=False, timeout=60)
-        return done.returncode, json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
-
-    assert start_on_node(b"not a zip")[0] != 0  # the module's turn
+    assert run_on_node(guard, options, package=b"not a zip", env=env)[0] != 0  # the module's turn
     assert not os.path.exists(os.path.join(guard.folder, _idle_guard.SETTINGS))
-    rc, started = start_on_node(package_zip())
+    rc, started = run_on_node(guard, options, package=package_zip(), env=env)
     assert rc == 0, started
     assert started["changed"] and started["started"] and started["settings"]["idle_seconds"] == 600
     time.sleep(0.5)  # the zip it ran from is gone: the guard must not need it
@@ -213,9 +225,9 @@ def test_on_a_fresh_node_the_package_on_stdin_starts_the_guard_as_the_module_wou
     for pid in (started["pid"], status["supervisor_pid"]):
         with open("/proc/%d/cmdline" % pid, "rb") as handle:
             assert guard.tasks_dir.encode() not in handle.read()
-    # What the module leaves: this version's copy, intact (the re-run's look finds the guard), nothing for the module.
-    found = _idle_guard.quick_look(options, package_files()[CHECKSUMS].decode(), guard.folder)
-    assert found["pid"] == started["pid"]
+    # What the module leaves: this version's copy, intact (the re-run's copy answers), nothing for the module.
+    rc, found = run_on_node(guard, options, os.path.join(guard.folder, "lib"), package_files()[CHECKSUMS].decode())
+    assert rc == 0 and found["pid"] == started["pid"] and not found["changed"]
     params = {"idle_minutes": 10.0, "tasks_dir": guard.tasks_dir, "poweroff_command": ["true"]}
     again = _idle_guard.ensure_started(params, guard.folder, False, package_files)
     assert not again["changed"] and again["pid"] == started["pid"]

@@ -1,4 +1,4 @@
-"""The training_task action's look in check mode: the node's copy of the package (the idle guard's lib), run by a
+"""The training_task action's node run in check mode: the node's copy of the package (the idle guard's lib), run by a
 plain python3 with the options on stdin, answers as the module's check mode does, and only when that copy is this
 version's."""
 
@@ -6,15 +6,17 @@ import json
 import os
 import subprocess
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _look, _package, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils import _node_run, _package, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 
 def look(guard_folder, params):
-    """(exit code, the plans printed) of the look run in guard_folder, as the action runs it on a node."""
-    run = subprocess.run(_look.command("lib", "plans", package_files()[CHECKSUMS].decode()), shell=True,
-                         cwd=guard_folder, input=json.dumps(params), capture_output=True, text=True, check=False,
-                         timeout=60)
+    """(exit code, the plans printed) of the "task_plans" run from guard_folder's lib, as the action runs it on a
+    node."""
+    stdin = _node_run.request("task_plans", params, os.path.join(guard_folder, "lib"),
+                              package_files()[CHECKSUMS].decode())
+    run = subprocess.run(_node_run.COMMAND, shell=True, input=stdin.decode(), capture_output=True, text=True,
+                         check=False, timeout=60)
     return run.returncode, json.loads(run.stdout.splitlines()[-1]) if run.returncode == 0 else None
 
 

@@ -15,7 +15,7 @@ with the module's params on stdin (plugin_utils/_controller.py, run_on_node: the
 nothing where everything is in place, as the module does, with no module payload to build, send and import.
 
 Params larger than SEND_FIRST_LIMIT (a dataset inline) are not sent before the action knows the node wants them: the
-"files_in_place" run first compares each file with its SHA256 (_files.holds, the rule the module writes by), with the
+"files_in_place" run first compares each file with its SHA256 (_files.in_place, the rule the module writes by), with the
 copy of the package in package_dest; the action answers changed=false when every file and folder is there as the
 module would leave it. It is also what a node without the guard's copy of this version gets, and on this machine
 (connection local, no become: cloud=local) the action's own process runs it. Anything else (check mode, a dataset too
@@ -57,7 +57,7 @@ def node_params(args):
 
 
 def files_to_check(args):
-    """What the files_in_place run checks for the module's args, as _files.holds arguments (the job's files and
+    """What the files_in_place run checks for the module's args, as _files.in_place arguments (the job's files and
     folders, then the package's); None where the module must run."""
     return files_to_check_for(node_params(args))
 

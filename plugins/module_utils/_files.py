@@ -2,9 +2,9 @@
 # Apache-2.0 (see LICENSE)
 """Files the modules lay down on a node: rewritten only when they differ, replaced atomically.
 
-Also how a set of files is named by its checksums (a SHA256SUMS text) and the look that tells whether a folder
-holds them (holds()): the actions look with it before a module run on a re-run. Standard library only, imports
-none of the collection: it is shipped to the nodes with the package tfdist, where that look runs.
+Also how a set of files is named by its checksums (a SHA256SUMS text), and whether a folder has them in place as
+written (in_place()): the actions check with it before a module run on a re-run. Standard library only, imports
+none of the collection: it is shipped to the nodes with the package tfdist, where that check runs.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def lay_down(root, files, check_mode=False):
 
 def read_copy(root):
     """{path: content} of the files root's CHECKSUMS_FILE names, that file included: a package copy as its files
-    dictionary (check it with holds_checksums first). Raises OSError or ValueError."""
+    dictionary (check it with is_copy_of first). Raises OSError or ValueError."""
     with open(os.path.join(root, CHECKSUMS_FILE), "rb") as handle:
         files = {CHECKSUMS_FILE: handle.read()}
     for path in read_checksums(files[CHECKSUMS_FILE].decode()):
@@ -170,7 +170,7 @@ def unzip_package(path):
         raise ValueError("%s: %s" % (path, error)) from error
 
 
-def holds(root, digests, folders=(), only=False):
+def in_place(root, digests, folders=(), only=False):
     """True when root holds each file of digests ({path relative to root: SHA256}) with that content and FILE_MODE,
     each of folders (relative, "" is root itself) and, with only, nothing else (Python's caches aside): what
     writing those files with write_file and removing stale_entries would leave as it is.
@@ -190,13 +190,13 @@ def holds(root, digests, folders=(), only=False):
     return not (only and stale_entries(root, digests))
 
 
-def holds_checksums(root, text):
+def is_copy_of(root, text):
     """True when root's CHECKSUMS_FILE reads text and root holds each file it names, intact (a package's copy is
     this version's)."""
     try:
         with open(os.path.join(root, CHECKSUMS_FILE)) as handle:
             if handle.read() != text:
                 return False
-        return holds(root, read_checksums(text))
+        return in_place(root, read_checksums(text))
     except (OSError, ValueError):
         return False

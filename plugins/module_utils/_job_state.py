@@ -2,7 +2,7 @@
 # Apache-2.0 (see LICENSE)
 """What a training job looks like on one host: its tasks' records, the leader's files, the other hosts' ports.
 
-The one home of a look at a job, used by the training_status module on the host, and by the training_watch action
+The one home of a snapshot of a job, used by the training_status module on the host, and by the training_watch action
 in its own process when the host is the controller's machine (no module run while the job trains there).
 """
 
@@ -16,7 +16,7 @@ from ._json_files import read_json
 from ._supervisor import parse_host_port, tcp_answers
 from ._task_folder import LOG_NAME, failed, log_end, log_tail, process_states, task_status
 
-# What a look reports of each task (the supervisor's status has more).
+# What a snapshot reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")
 # How much of the end of a failed task's log is searched for its traceback: a tensor printed in an exception's
 # message can fill the last lines, and the traceback is above them.
@@ -42,8 +42,8 @@ def task_state(name, task_dir, tail_lines):
 
 
 def note_processes(seen):
-    """Whether the kernel holds the processes of each running task of a look (`process`: running, stopped,
-    uninterruptible), in one pass over /proc: once per answer, not at every look of a wait."""
+    """Whether the kernel holds the processes of each running task of a snapshot (`process`: running, stopped,
+    uninterruptible), in one pass over /proc: once per answer, not at every snapshot of a wait."""
     running = [task for task in seen["tasks"] if task["running"] and task["pid"]]  # none left: None
     states = process_states([task["pid"] for task in running])
     for task in running:
@@ -59,8 +59,8 @@ def answers(address, timeout):
     return tcp_answers(host, port, timeout)
 
 
-def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
-    """One look at the job: this host's tasks ({name, dir}), the leader's files in work_dir, the other hosts' ports."""
+def snapshot(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
+    """The job as this host sees it now: this host's tasks ({name, dir}), the leader's files in work_dir, the other hosts' ports."""
     # The ports first: a server stops because the leader has ended, so the leader's records read after its port show
     # that end whenever the port's silence comes from it, even when a probe of a lost host took seconds.
     unreachable = [a for a in probe if not answers(a, probe_timeout)]
@@ -86,7 +86,7 @@ def look(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0):
 
 
 def moment(seen):
-    """What a watch acts on in a look (not the step, which moves all the time): a change of it ends the wait."""
+    """What a watch acts on in a snapshot (not the step, which moves all the time): a change of it ends the wait."""
     status = seen["status"] or {}
     return (
         [(t["name"], t["running"], t["supervisor_running"], t["pid"], t["returncode"]) for t in seen["tasks"]],
@@ -99,14 +99,14 @@ def moment(seen):
 
 
 def watch(tasks, work_dir=None, tail_lines=20, probe=(), probe_timeout=2.0, wait=0.0, wait_interval=1.0):
-    """A look, then more every wait_interval seconds for up to wait seconds while every task runs and nothing changes;
-    the last look, with `waited` (seconds)."""
+    """A snapshot, then more every wait_interval seconds for up to wait seconds while every task runs and nothing changes;
+    the last snapshot, with `waited` (seconds)."""
     started = time.monotonic()
-    seen = look(tasks, work_dir, tail_lines, probe, probe_timeout)
+    seen = snapshot(tasks, work_dir, tail_lines, probe, probe_timeout)
     # Only a job whose tasks all run is waited on: an ended or failed task is news to answer with at once.
     while all(t["running"] for t in seen["tasks"]) and time.monotonic() - started + wait_interval <= wait:
         time.sleep(wait_interval)
-        latest = look(tasks, work_dir, tail_lines, probe, probe_timeout)
+        latest = snapshot(tasks, work_dir, tail_lines, probe, probe_timeout)
         news, seen = moment(latest) != moment(seen), latest
         if news:
             break

@@ -29,7 +29,7 @@ import json
 import shlex
 import sys
 
-from ._files import holds, holds_checksums, package_root, read_copy, unzip_package
+from ._files import in_place, is_copy_of, package_root, read_copy, unzip_package
 from ._idle_guard import HOME_FOLDER, LIB, ensure_started, guard_dir, heartbeat, node_options
 from ._task_folder import SupervisorError
 
@@ -87,7 +87,7 @@ def _task_plans(params, package, folder):
 
 
 def _files_in_place(params, package, folder):
-    return all(holds(**part) for part in params) or None
+    return all(in_place(**part) for part in params) or None
 
 
 # Each run: a function of (the module's params, a callable that gives the package's files, the guard's folder or None).
@@ -98,7 +98,7 @@ RUNS = {
     "idle_guard": _idle_guard,
     # The training_task module's check mode for state=started (_task_plan.plan): each task's params.
     "task_plans": _task_plans,
-    # Whether training_files would change nothing: _files.holds for each (root, digests, folders, only) of params
+    # Whether training_files would change nothing: _files.in_place for each (root, digests, folders, only) of params
     # (the training_files action's files_in_place: the files named by their SHA256, not sent).
     "files_in_place": _files_in_place,
 }
@@ -116,7 +116,7 @@ def run_here(run, params, package, folder=None):
 
 def main(lib, request_, zipped):
     """COMMAND's work on the node, from the package in lib (a copy's folder, or the zip's path: zipped)."""
-    if request_["checksums"] is not None and not holds_checksums(package_root(lib), request_["checksums"]):
+    if request_["checksums"] is not None and not is_copy_of(package_root(lib), request_["checksums"]):
         raise SystemExit(1)  # another version's copy, or none
     answer = run_here(request_["run"], request_["params"],
                       (lambda: unzip_package(zipped)) if zipped else (lambda: read_copy(package_root(lib))),

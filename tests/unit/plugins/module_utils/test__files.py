@@ -25,15 +25,15 @@ def test_a_checksums_text_reads_back_and_matches_sha256sum():
 
 def test_a_folder_holds_the_files_only_as_written(tmp_path):
     digests = _files.read_checksums(_files.checksums(FILES))
-    assert not _files.holds(str(tmp_path), digests)
+    assert not _files.in_place(str(tmp_path), digests)
     write_all(tmp_path)
-    assert _files.holds(str(tmp_path), digests, folders=["", "sub"], only=True)
-    assert not _files.holds(str(tmp_path), digests, folders=["missing"])
+    assert _files.in_place(str(tmp_path), digests, folders=["", "sub"], only=True)
+    assert not _files.in_place(str(tmp_path), digests, folders=["missing"])
     os.chmod(tmp_path / "a.py", 0o644)  # readable by all: not as written
-    assert not _files.holds(str(tmp_path), digests)
+    assert not _files.in_place(str(tmp_path), digests)
     os.chmod(tmp_path / "a.py", _files.FILE_MODE)
     (tmp_path / "sub" / "b.py").write_bytes(b"x = 3\n")
-    assert not _files.holds(str(tmp_path), digests)
+    assert not _files.in_place(str(tmp_path), digests)
 
 
 def test_only_allows_python_caches_and_nothing_else(tmp_path):
@@ -41,10 +41,10 @@ def test_only_allows_python_caches_and_nothing_else(tmp_path):
     digests = _files.read_checksums(_files.checksums(FILES))
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"")
-    assert _files.holds(str(tmp_path), digests, only=True)
+    assert _files.in_place(str(tmp_path), digests, only=True)
     (tmp_path / "sub" / "stray.py").write_bytes(b"")
     assert _files.stale_entries(str(tmp_path), digests) == ["sub/stray.py"]
-    assert not _files.holds(str(tmp_path), digests, only=True) and _files.holds(str(tmp_path), digests)
+    assert not _files.in_place(str(tmp_path), digests, only=True) and _files.in_place(str(tmp_path), digests)
 
 
 def modes(root):

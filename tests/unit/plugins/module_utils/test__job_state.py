@@ -1,4 +1,4 @@
-"""A look at a job (module_utils/_job_state.py): what the watch acts on."""
+"""A snapshot of a job (module_utils/_job_state.py): what the watch acts on."""
 
 import os
 import signal
@@ -25,7 +25,7 @@ def test_a_server_silenced_by_the_leaders_end_is_seen_with_that_end(chief, monke
         return False
 
     monkeypatch.setattr(_job_state, "answers", leader_ends_then_the_server_stops)
-    seen = _job_state.look([chief], probe=["10.0.0.9:2222"])
+    seen = _job_state.snapshot([chief], probe=["10.0.0.9:2222"])
 
     # The silent server and the leader's end in the same look: the watch counts no lost server.
     assert seen["unreachable"] == ["10.0.0.9:2222"]

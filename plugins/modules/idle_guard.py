@@ -38,12 +38,12 @@ description:
     the guard's log, the kernel log (a VM's console output) and PID 1's output (a container's C(docker logs)).
   - The guard lives in C(~/.tfdist/idle-guard) of the user Ansible connects as; it runs the node package
     C(tfdist) (see M(tfdist.cluster.node_package)) laid down in its C(lib) folder.
-  - With O(state=started), the action first looks with one raw command (the host's C(python3) runs the guard's own
-    copy of the package). When the guard runs with these settings and this version's files, intact, that look is
-    the whole call (C(changed=false), and the controller is heard from). Otherwise a second raw command does the
-    module's work; the host's C(python3) runs it from the package sent as a zip on the command's stdin, and lays
-    that package down as the guard's copy. The module itself runs in check mode, with O(state=absent), for options
-    it must name as wrong, and when that command fails (no C(python3), an error).
+  - With O(state=started), the action does the module's work with one raw command (the host's C(python3) runs it
+    from the guard's own copy of the package when that copy is this version's, intact). On a re-run where the guard
+    runs with these settings, that is the whole call (C(changed=false), and the controller is heard from). Where the
+    copy is missing or another version's, a second raw command does the work from the package sent as a zip on the
+    command's stdin, and lays that package down as the guard's copy. The module itself runs in check mode, with
+    O(state=absent), for options it must name as wrong, and when that command fails (no C(python3), an error).
   - Never point it at a machine you work on. The deploy playbook does not run it on C(cloud=local).
 version_added: 0.5.0
 author: tfdist maintainers (@tfdist)
@@ -89,9 +89,9 @@ extends_documentation_fragment:
 attributes:
   action:
     details:
-      - The action looks first with one raw command (the guard's own copy of the package); where the guard does not
-        run as asked, a second raw command does the module's work from the package sent on its stdin, and the module
-        runs only when that cannot be done.
+      - The action does the module's work with one raw command (the guard's own copy of the package); where that
+        copy is missing or another version's, a second raw command does it from the package sent on its stdin, and
+        the module runs only when that cannot be done.
   check_mode:
     support: full
     details: Says whether the guard would be started, restarted, given new settings or removed, and changes nothing.

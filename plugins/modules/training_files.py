@@ -221,7 +221,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._host_files import 
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 
-# The module's options; the action (plugins/action/training_files.py) checks a look's options against them too.
+# The module's options; the action (plugins/action/training_files.py) checks its node runs' options against them too.
 ARGUMENT_SPEC = dict(
     work_dir=dict(type="path", required=True),
     cluster_name=dict(type="str", required=True),

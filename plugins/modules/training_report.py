@@ -127,7 +127,7 @@ EXAMPLES = r"""
     artifacts_dir: artifacts/mycluster
     cluster: mycluster
     cloud: local
-    clock: "{{ tfdist_clock }}"
+    clock: "{{ tfdist_phase_times }}"
 """
 
 RETURN = r"""

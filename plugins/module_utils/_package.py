@@ -20,7 +20,7 @@ SHIPPED = (_cluster, _files, _host_files, _idle_guard, _json_files, _netns, _net
            _supervisor, _task_folder, _task_plan, _warm_child, _warm_start, train, checkpoints, cli, data, evaluator, job,
            model, progress, results, strategies)
 CHECKSUMS = _files.CHECKSUMS_FILE
-PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.node_package).
+PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.training_files).
 
 tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _host_files, _idle_guard,
 _json_files, _netns, _netns_holder, _node_run, _storage, _supervisor (python -m tfdist._supervisor --help),

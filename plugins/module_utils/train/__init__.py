@@ -3,7 +3,7 @@
 """The training program of tfdist.cluster: an MLP classifier on tabular data, trained by a TF cluster.
 
 One copy runs per TensorFlow task. The training role lays this package down on every node (as
-`tfdist.train`, next to tfdist._cluster, _storage and _supervisor, with the tfdist.cluster.node_package
+`tfdist.train`, next to tfdist._cluster, _storage and _supervisor, with the tfdist.cluster.training_files
 module) and renders a small per-task script that calls `job.run(argv, settings)` with the task's type
 and index and the job's settings (the role's variables). `python -m tfdist.train.job --help` lists the flags,
 which override the settings.

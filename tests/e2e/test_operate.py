@@ -36,14 +36,15 @@ def status(cluster_name, *extra_vars, known=True):
 
 
 def training_seen(cluster_name, *extra_vars):
-    """The job's state in two status reports while it trains, the step moving between them (waits for it)."""
+    """The job's state in status reports while it trains, until the step has moved and its speed is known."""
     seen = []
 
     def step_moved():
         job = (status(cluster_name, *extra_vars, known=False)[1] or {}).get("job") or {}
         if job.get("state") == "running" and job.get("step") is not None:
             seen.append(job)
-        return len(seen) >= 2 and seen[-1]["step"] > seen[0]["step"]
+        # The speed needs two steps past the first one the chief saw: until then it is unknown (None), rightly.
+        return len(seen) >= 2 and seen[-1]["step"] > seen[0]["step"] and bool(seen[-1]["examples_per_sec"])
 
     assert wait_until(step_moved, timeout=600), seen
     print("steps seen while training:", [job["step"] for job in seen])

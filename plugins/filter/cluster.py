@@ -10,6 +10,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import GONE_GRACE
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_check
 from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
@@ -24,6 +25,8 @@ DEFAULTS = {
     'venv': _cluster.NODE_VENV,
     'python': _cluster.NODE_VENV + '/bin/python',
     'strategies': list(STRATEGIES),
+    # Seconds a server or worker outlives a silent leader: the supervisor's own default.
+    'gone_grace': int(GONE_GRACE),
 }
 
 

@@ -87,6 +87,10 @@ from ._warm_start import (HOSTED_PID_WAIT, WARM_FILE, WARM_FOR, WARM_LOG, WARM_S
 PROG = "tfdist-supervise"
 # Seconds the leader's port may stay silent before a server stops (--gone-grace): longer than a network blip.
 GONE_GRACE = 60.0
+# Seconds a task waits for a leader that never answered at all (--never-seen-timeout): a slow first install.
+NEVER_SEEN_TIMEOUT = 1800.0
+# Seconds a finished leader's supervisor keeps announcing the end to the servers (--announce-for).
+ANNOUNCE_FOR = 60.0
 # The first bytes a leader's supervisor sends once the job has finished (see --announce-end).
 FINISHED = b"tfdist-finished"
 # What ps and top show of a supervisor (its name, in top, is 15 bytes at most).
@@ -515,8 +519,8 @@ def _daemonize_and_run(spec, env):
 
 
 def start(task_dir, name, command, env=None, env_file=None, env_from_files=None, chdir=None, stop_when_gone=None,
-          gone_grace=GONE_GRACE, never_seen_timeout=1800.0, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
-          announce_for=60.0, end_grace=None):
+          gone_grace=GONE_GRACE, never_seen_timeout=NEVER_SEEN_TIMEOUT, probe_interval=2.0, stop_timeout=10.0, announce_end=None,
+          announce_for=ANNOUNCE_FOR, end_grace=None):
     """Start command under a detached supervisor; returns {started, name, pid, supervisor_pid}.
 
     The task's environment is this process's, then TMPDIR (the task's tmp folder, removed when it ends), then env
@@ -648,13 +652,13 @@ def main(argv=None):
                                    "stopped (reason 'leader unreachable for Ns')")
     start_parser.add_argument("--end-grace", type=float, metavar="SECONDS",
                               help="seconds the task goes on once the leader announced the end (default: --gone-grace)")
-    start_parser.add_argument("--never-seen-timeout", type=float, default=1800.0)
+    start_parser.add_argument("--never-seen-timeout", type=float, default=NEVER_SEEN_TIMEOUT)
     start_parser.add_argument("--probe-interval", type=float, default=2.0)
     start_parser.add_argument("--stop-timeout", type=float, default=10.0,
                               help="seconds between SIGTERM (and SIGCONT, for a frozen task) and SIGKILL")
     start_parser.add_argument("--announce-end", type=int, metavar="PORT",
                               help="once the task exited with code 0, tell probes of this port the job finished")
-    start_parser.add_argument("--announce-for", type=float, default=60.0, metavar="SECONDS")
+    start_parser.add_argument("--announce-for", type=float, default=ANNOUNCE_FOR, metavar="SECONDS")
     stop_parser = sub.add_parser("stop", help="stop the task and its supervisor (idempotent)")
     stop_parser.add_argument("--dir", required=True)
     stop_parser.add_argument("--timeout", type=float, default=15.0)

@@ -18,7 +18,7 @@ import json
 import os
 
 from ._files import digest
-from ._supervisor import parse_host_port
+from ._supervisor import ANNOUNCE_FOR, GONE_GRACE, NEVER_SEEN_TIMEOUT, parse_host_port
 from ._task_folder import NOT_STARTED, extra_environment, task_status
 
 HASH_FILE = "config.sha256"
@@ -50,11 +50,11 @@ ARGUMENT_SPEC = dict(
     watch_files=dict(type="list", elements="path", default=[]),
     chdir=dict(type="path"),
     stop_when_gone=dict(type="str"),
-    gone_grace=dict(type="int", default=60),
-    never_seen_timeout=dict(type="int", default=1800),
+    gone_grace=dict(type="int", default=int(GONE_GRACE)),
+    never_seen_timeout=dict(type="int", default=int(NEVER_SEEN_TIMEOUT)),
     announce_end=dict(type="int"),
     end_grace=dict(type="int"),
-    announce_for=dict(type="int", default=60),
+    announce_for=dict(type="int", default=int(ANNOUNCE_FOR)),
     config_hash=dict(type="str"),
     restart=dict(type="bool", default=False),
     rerun_finished=dict(type="bool", default=True),

@@ -19,6 +19,7 @@ from ansible.template import Templar
 from ansible_cli import REPO
 from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import DEFAULT_PORT, NODE_VENV
 from ansible_collections.tfdist.cluster.plugins.module_utils._storage import HDFS_PORTS
+from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import GONE_GRACE
 from ansible_collections.tfdist.cluster.plugins.module_utils.train import cli
 
 SEARCHED = ("plugins", "roles", "playbooks", "inventories")
@@ -171,6 +172,7 @@ SHARED_DEFAULTS = [
     ("training", "training_port", DEFAULT_PORT),
     ("training", "training_python", NODE_VENV + "/bin/python"),
     ("training", "training_steps", 300),
+    ("training", "training_gone_grace", int(GONE_GRACE)),
     ("tensorflow", "tensorflow_venv", NODE_VENV),
 ] + [("hdfs", "hdfs_%s_port" % name, port) for name, port in sorted(HDFS_PORTS.items())]
 

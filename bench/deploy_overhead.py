@@ -35,7 +35,7 @@ init_plugin_loader([os.path.join(REPO, ".collections")])
 
 from goals import goal, write  # noqa: E402
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import launch_order, task_name  # noqa: E402
 from ansible_collections.tfdist.cluster.tests.ansible_cli import run_playbook, tail  # noqa: E402
 from ansible_collections.tfdist.cluster.tests.processes import free_port_block  # noqa: E402
 

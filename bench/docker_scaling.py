@@ -53,7 +53,7 @@ init_plugin_loader([os.path.join(REPO, ".collections")])
 from cpu_seconds import sample  # noqa: E402
 from goals import RESULTS, goal, save_figure, two_panels, write  # noqa: E402
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import launch_order, task_name  # noqa: E402
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import launch_order, task_name  # noqa: E402
 from ansible_collections.tfdist.cluster.tests.ansible_cli import run_playbook, tail  # noqa: E402
 
 # The sizes whose configure times the goal compares (8 nodes / 2 nodes), and the size of the no-op re-run goal.

@@ -1,4 +1,4 @@
-"""What a test asserts of the files tfdist keeps for a job: its user's alone (module_utils/_files.py)."""
+"""What a test asserts of the files tfdist keeps for a job: its user's alone (module_utils/tfdist/_files.py)."""
 
 import os
 import stat

@@ -5,7 +5,7 @@
 Some twenty assert tasks cost the controller a round each (about a tenth of a second apiece, most of them
 only to be skipped) before anything was created. Here they are plain functions: the first rule broken stops
 the play with the message that names its field, and nothing is created. The rules that need the cluster
-model or the storage policy call them (module_utils._cluster.count_error, the storage_plan's errors).
+model or the storage policy call them (module_utils.tfdist._cluster.count_error, the storage_plan's errors).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import parse_ports, port_text
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CHIEF_NAMES, count_error
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import CHIEF_NAMES, count_error
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import public_key
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
-from ansible_collections.tfdist.cluster.plugins.module_utils._storage import HDFS_PORTS
-from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._storage import HDFS_PORTS
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train.cli import STRATEGIES
 
 # The settings the rules read: the play's variables of these names (the command line's, group_vars/all.yml), unless
 # the task gives a value for one (as tf_ssh_from: the CIDRs split as the firewall gets them).

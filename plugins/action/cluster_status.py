@@ -14,8 +14,8 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import group_name
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json, write_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import group_name
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json, write_json
 from ansible_collections.tfdist.cluster.plugins.plugin_utils import _status
 
 ARGUMENT_SPEC = {

@@ -4,7 +4,7 @@
 
 The inventory sources and the RADL record a deploy writes live on the controller; a copy or template task
 runs two modules for each (a stat, then the write), about half a second apiece before the first step.
-Here the file is compared and written in place, with the same rule as the node modules (module_utils._files): the
+Here the file is compared and written in place, with the same rule as the node modules (module_utils.tfdist._files): the
 file is its user's alone by default (0600), and so is every folder it makes (0700).
 """
 
@@ -15,7 +15,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_MODE, needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import FILE_MODE, needs_write, write_file
 
 ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},

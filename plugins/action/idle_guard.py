@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._node_run import GUARD_LIB
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._node_run import GUARD_LIB
 from ansible_collections.tfdist.cluster.plugins.modules import idle_guard
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import ModuleAction, run_on_node
 

@@ -16,7 +16,7 @@ import shutil
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import DIR_MODE, FILE_MODE, make_folder, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import DIR_MODE, FILE_MODE, make_folder, write_file
 
 ARGUMENT_SPEC = {
     "home": {"type": "path", "required": True},

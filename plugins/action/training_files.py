@@ -32,7 +32,7 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _files
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster, _files
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 from ansible_collections.tfdist.cluster.plugins.modules import training_files
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import on_this_machine, run_on_node

@@ -17,8 +17,8 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import needs_write, write_file
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import needs_write, write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_collections.tfdist.cluster.plugins.module_utils._restart import restart_line
 
 ARGUMENT_SPEC = {

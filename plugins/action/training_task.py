@@ -16,7 +16,7 @@ import json
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _task_plan
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._controller import ModuleAction, run_on_node
 
 

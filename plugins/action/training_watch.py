@@ -23,13 +23,13 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, leader, task_folders
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import ClusterError, leader, task_folders
 from ansible_collections.tfdist.cluster.plugins.module_utils._failures import failure_line
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import FILE_MODE
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import FILE_MODE
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import (
     Frozen, Progress, Silence, clock_time, format_duration, frozen_message, parse_duration, stall_message)
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_seconds
-from ansible_collections.tfdist.cluster.plugins.module_utils.train.progress import format_progress
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train.progress import format_progress
 
 display = Display()
 

@@ -58,7 +58,7 @@ import os
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import write_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import write_json
 from ansible_collections.tfdist.cluster.plugins.plugin_utils._outcome import OUTCOME_FACTS, Tally, record
 
 

@@ -1,6 +1,6 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""Filters over the cluster model (plugins/module_utils/_cluster.py): inventory hosts -> TF tasks -> TF_CONFIG.
+"""Filters over the cluster model (plugins/module_utils/tfdist/_cluster.py): inventory hosts -> TF tasks -> TF_CONFIG.
 
 Each filter is documented in plugins/filter/<name>.yml.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _storage
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import GONE_GRACE
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster, _storage
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._supervisor import GONE_GRACE
 from ansible_collections.tfdist.cluster.plugins.module_utils._liveness import parse_duration
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import budget_check
-from ansible_collections.tfdist.cluster.plugins.module_utils.train.cli import STRATEGIES
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train.cli import STRATEGIES
 
 
 # The defaults that roles and playbooks share, each defined once in Python (a role's default reads it here).

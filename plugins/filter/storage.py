@@ -1,13 +1,13 @@
 # Copyright: tfdist maintainers
 # Apache-2.0 (see LICENSE)
-"""Filters over the storage policy (plugins/module_utils/_storage.py): what a data or model URL means.
+"""Filters over the storage policy (plugins/module_utils/tfdist/_storage.py): what a data or model URL means.
 
 Playbooks ask these instead of matching URLs themselves. Each filter is documented in plugins/filter/<name>.yml.
 """
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _storage
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _storage
 
 
 def storage_url(value, field='url', cwd=None, hdfs_uri=None):

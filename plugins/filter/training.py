@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 
 
 def _ran(result):

@@ -132,7 +132,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import (
     TAG_CLUSTER,
     TAG_INDEX,
     TAG_ROLE,

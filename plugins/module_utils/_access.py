@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, TAG_OWNER
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import CLUSTER_NAME_RE, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import NAME_CHARS, is_own, name_part
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 

@@ -38,7 +38,7 @@ from collections import namedtuple
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import PartlyFound, name_owner
 from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import goes_with_its_node
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import CLUSTER_NAME_RE, NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import to_dict as image_dict
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import node_identity, provider_of, resource_tags
 from ansible_collections.tfdist.cluster.plugins.module_utils._owner import marked_by, name_part, show

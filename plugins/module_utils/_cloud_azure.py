@@ -15,7 +15,7 @@ import ipaddress
 import re
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_parts, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import NODE_NAME_RE, TAG_CLUSTER, TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int
 

@@ -32,7 +32,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import TAG_CLUSTER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, TfdistCloudError
 

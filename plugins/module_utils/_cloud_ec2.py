@@ -13,7 +13,7 @@ import re
 from types import SimpleNamespace
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, PartlyFound, access_parts, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_CLUSTER, TAG_FIRST_INDEX, TAG_INDEX, TAG_OWNER, node_name
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import TAG_CLUSTER, TAG_FIRST_INDEX, TAG_INDEX, TAG_OWNER, node_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import TAG_IMAGE, CloudImages, describe, is_baked, wait_until
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError, run_parallel
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int

@@ -14,7 +14,7 @@ import re
 from types import SimpleNamespace
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._access import ClusterAccess, access_cluster, port_text, retry_while_in_use
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TAG_OWNER
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import TAG_OWNER
 from ansible_collections.tfdist.cluster.plugins.module_utils._images import CloudImages, is_baked
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider, RadlImages, Refusal, TfdistCloudError
 from ansible_collections.tfdist.cluster.plugins.module_utils._sizes import SizeFacts, to_int

@@ -13,7 +13,8 @@ Private to the collection (leading underscore): the API may change between relea
 
 from __future__ import annotations
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cloud_azure, _cloud_docker, _cloud_ec2, _cloud_gce, _cloud_openstack
+from ansible_collections.tfdist.cluster.plugins.module_utils import (
+    _cloud_azure, _cloud_docker, _cloud_ec2, _cloud_gce, _cloud_openstack)
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import CloudProvider
 
 PROVIDERS = dict((provider.name, provider) for provider in (

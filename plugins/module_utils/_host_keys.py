@@ -23,7 +23,7 @@ from collections import namedtuple
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import write_file
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import write_file
 from ansible_collections.tfdist.cluster.plugins.module_utils._provider import TfdistCloudError
 
 try:

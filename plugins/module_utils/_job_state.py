@@ -12,9 +12,9 @@ import os
 import time
 
 from ._failures import error_in
-from ._json_files import read_json
-from ._supervisor import parse_host_port, tcp_answers
-from ._task_folder import LOG_NAME, failed, log_end, log_tail, process_states, task_status
+from .tfdist._json_files import read_json
+from .tfdist._supervisor import parse_host_port, tcp_answers
+from .tfdist._task_folder import LOG_NAME, failed, log_end, log_tail, process_states, task_status
 
 # What a snapshot reports of each task (the supervisor's status has more).
 TASK_KEYS = ("running", "supervisor_running", "pid", "returncode", "reason", "started_at", "finished_at")

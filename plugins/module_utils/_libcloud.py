@@ -18,7 +18,7 @@ import inspect
 import traceback
 from collections import namedtuple
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import (
     CLUSTER_NAME_RE,
     NODE_NAME_RE,
     TAG_CLUSTER,

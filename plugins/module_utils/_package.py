@@ -7,32 +7,28 @@ from __future__ import annotations
 import functools
 import pkgutil
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import (
+from ansible_collections.tfdist.cluster.plugins.module_utils import tfdist
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import (
     _cluster, _files, _host_files, _idle_guard, _json_files, _netns, _netns_holder, _node_run, _storage, _supervisor,
     _task_folder, _task_plan, _warm_child, _warm_start, train)
-from ansible_collections.tfdist.cluster.plugins.module_utils._files import checksums
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._files import checksums
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import (
     checkpoints, cli, data, evaluator, job, model, progress, results, strategies)
 
-SOURCE_PACKAGE = "ansible_collections.tfdist.cluster.plugins.module_utils"
+# The folder the package is, as the nodes get it (its name there: PACKAGE_NAME).
+SOURCE_PACKAGE = tfdist.__name__
 PACKAGE_NAME = _files.PACKAGE_NAME
-SHIPPED = (_cluster, _files, _host_files, _idle_guard, _json_files, _netns, _netns_holder, _node_run, _storage,
-           _supervisor, _task_folder, _task_plan, _warm_child, _warm_start, train, checkpoints, cli, data, evaluator, job,
-           model, progress, results, strategies)
+# Every module of that folder. Imported by name so that a module's payload carries them; a test checks that the list
+# is the folder's files, so a file is shipped by living there.
+SHIPPED = (tfdist, _cluster, _files, _host_files, _idle_guard, _json_files, _netns, _netns_holder, _node_run, _storage,
+           _supervisor, _task_folder, _task_plan, _warm_child, _warm_start, train, checkpoints, cli, data, evaluator,
+           job, model, progress, results, strategies)
 CHECKSUMS = _files.CHECKSUMS_FILE
-PACKAGE_INIT = b'''"""tfdist: the node-side programs of the Ansible collection tfdist.cluster (laid down by tfdist.cluster.training_files).
-
-tfdist.train is the training program (python -m tfdist.train.job --help); _cluster, _files, _host_files, _idle_guard,
-_json_files, _netns, _netns_holder, _node_run, _storage, _supervisor (python -m tfdist._supervisor --help),
-_task_folder, _task_plan, _warm_child and _warm_start are copies of the collection's module_utils of the same names. Do not edit:
-the next deploy rewrites these files.
-"""
-'''
 
 
 def relative_path(module):
     """A module's file inside the package, e.g. train/cli.py, train/__init__.py."""
-    parts = module.__name__[len(SOURCE_PACKAGE) + 1:].split(".")
+    parts = [part for part in module.__name__[len(SOURCE_PACKAGE) + 1:].split(".") if part]
     if hasattr(module, "__path__"):
         parts.append("__init__")
     return "/".join(parts) + ".py"
@@ -40,7 +36,7 @@ def relative_path(module):
 
 def package_files():
     """{relative path: content} of the whole package, SHA256SUMS included."""
-    files = {"__init__.py": PACKAGE_INIT}
+    files = {}
     for module in SHIPPED:
         path = relative_path(module)
         content = pkgutil.get_data(SOURCE_PACKAGE, path)

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Mapping
 
 from ansible_collections.tfdist.cluster.plugins.module_utils._clouds import PROVIDERS
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import TASK_TYPES, count_error
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import TASK_TYPES, count_error
 
 try:
     from radl import radl_parse

@@ -152,7 +152,7 @@ settings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard, _supervisor
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 

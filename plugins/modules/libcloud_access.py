@@ -174,7 +174,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     HAS_LIBCLOUD,
     LIBCLOUD_IMPORT_ERROR,

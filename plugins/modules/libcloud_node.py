@@ -554,7 +554,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import (
     TAG_HOST_KEY,
     TAG_OWNER,
     TAG_SPOT,

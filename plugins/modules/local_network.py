@@ -81,7 +81,7 @@ pid:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _netns
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _netns
 
 
 def exposed(ports):

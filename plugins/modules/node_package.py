@@ -89,7 +89,7 @@ import hashlib
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, lay_down
 
 

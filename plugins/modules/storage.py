@@ -117,8 +117,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
-from ansible_collections.tfdist.cluster.plugins.module_utils._storage import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._storage import (
     StorageError,
     check,
     download,

@@ -216,8 +216,8 @@ warm:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster, _idle_guard
-from ansible_collections.tfdist.cluster.plugins.module_utils._host_files import HostFilesError, lay_down_host
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster, _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._host_files import HostFilesError, lay_down_host
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import package_files
 
 

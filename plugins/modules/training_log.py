@@ -97,8 +97,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils._task_folder import (LOG_NAME, read_log_end, tail_bytes,
-                                                                                  task_status)
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._task_folder import (
+    LOG_NAME, read_log_end, tail_bytes, task_status)
 
 POLL_INTERVAL = 0.5
 

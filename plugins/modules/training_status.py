@@ -192,7 +192,8 @@ failed_tasks:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _job_state
+from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard
 
 
 def main():

@@ -297,7 +297,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfdist.cluster.plugins.module_utils import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import (
     _idle_guard, _json_files, _supervisor, _task_folder, _task_plan, _warm_start)
 
 

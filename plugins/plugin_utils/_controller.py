@@ -10,7 +10,7 @@ every action that can:
   environment (InControllerAction, with InProcessModule for what the code uses of AnsibleModule): the libcloud_*
   modules, whose work is a cloud's API;
 - the module's work done by the node's python3 from the node's copy of the package tfdist, one raw command
-  (run_on_node; module_utils/_node_run.py holds the functions it runs, which are the modules' own), or in this
+  (run_on_node; module_utils/tfdist/_node_run.py holds the functions it runs, which are the modules' own), or in this
   process where the node is this machine and the run only reads it: idle_guard, training_files, training_task.
 
 Private to the collection (leading underscore): the API may change between releases.
@@ -26,7 +26,7 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _node_run
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _node_run
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 
 

@@ -78,7 +78,7 @@ def test_destroy_fails_naming_a_tagged_disk_it_left_behind(ec2_emulator):
 
 
 def test_an_orphaned_container_is_named_and_removed_with_its_network(docker_engine, docker_base_image):
-    from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import node_name, node_tags
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import node_name, node_tags
     from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import get_driver
 
     cluster = f"d{uuid.uuid4().hex[:8]}"

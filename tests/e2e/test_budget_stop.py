@@ -6,7 +6,7 @@ cloud=local has no price (the nodes are this machine): the test gives the price 
 
 import os
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, run_playbook, tail
 from processes import free_port_block, tf_processes
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, run_inventory, run_playbook, start_playbook, tail
 from file_modes import loose_modes
 from processes import alive, free_port_block, listening_ports, process_environment, tf_processes, wait_until

@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, start_playbook
 from processes import free_port_block, tf_processes
 

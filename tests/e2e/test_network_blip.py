@@ -8,7 +8,7 @@ import json
 import re
 import time
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, start_playbook
 from docker_engine import chief_status
 

@@ -10,7 +10,7 @@ import subprocess
 
 import jsonschema
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, run_playbook, start_playbook, tail
 from docker_engine import cluster_containers
 from processes import free_port_block, wait_until

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, start_playbook
 from docker_engine import chief_status, cluster_containers
 from processes import alive, free_port_block, tf_processes

@@ -17,10 +17,10 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_cli import REPO
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import DEFAULT_PORT, NODE_VENV
-from ansible_collections.tfdist.cluster.plugins.module_utils._storage import HDFS_PORTS
-from ansible_collections.tfdist.cluster.plugins.module_utils._supervisor import GONE_GRACE
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import cli
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import DEFAULT_PORT, NODE_VENV
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._storage import HDFS_PORTS
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._supervisor import GONE_GRACE
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import cli
 
 SEARCHED = ("plugins", "roles", "playbooks", "inventories")
 DOC_ASSIGNMENTS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
@@ -112,20 +112,20 @@ def homes(values, is_literal):
 
 @pytest.mark.parametrize("port", [DEFAULT_PORT])
 def test_the_tf_port_is_defined_once(values, port):
-    assert homes(values, number_literal(port)) == ["plugins/module_utils/_cluster.py"]
+    assert homes(values, number_literal(port)) == ["plugins/module_utils/tfdist/_cluster.py"]
 
 
 @pytest.mark.parametrize("name", sorted(HDFS_PORTS))
 def test_each_hdfs_port_is_defined_once(values, name):
-    assert homes(values, number_literal(HDFS_PORTS[name])) == ["plugins/module_utils/_storage.py"]
+    assert homes(values, number_literal(HDFS_PORTS[name])) == ["plugins/module_utils/tfdist/_storage.py"]
 
 
 def test_the_nodes_virtualenv_is_defined_once(values):
-    assert homes(values, venv_literal) == ["plugins/module_utils/_cluster.py"]
+    assert homes(values, venv_literal) == ["plugins/module_utils/tfdist/_cluster.py"]
 
 
 def test_the_strategy_names_are_listed_once(values):
-    assert homes(values, strategy_names) == ["plugins/module_utils/train/cli.py"]
+    assert homes(values, strategy_names) == ["plugins/module_utils/tfdist/train/cli.py"]
 
 
 def test_each_steps_default_is_defined_once(values, capsys):

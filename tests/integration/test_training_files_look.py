@@ -10,7 +10,8 @@ import subprocess
 from ansible_cli import run_playbook, tail
 
 from ansible_collections.tfdist.cluster.plugins.action.training_files import files_to_check, node_params
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _node_run, _package
+from ansible_collections.tfdist.cluster.plugins.module_utils import _package
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard, _node_run
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 PLAYBOOK = """

@@ -6,7 +6,7 @@ A node's job folder is laid down and launched by the collection's own modules, r
 importing the collection from where make setup links it), with the options the training role gives them:
 tfdist.cluster.training_files writes each task's train.py, TF_CONFIG and task.env, the dataset and the package tfdist
 (the training program); tfdist.cluster.training_task starts each task under the supervisor
-(plugins/module_utils/_supervisor.py) from the launches of the tf_launches filter (_cluster.launches). Each train.py
+(plugins/module_utils/tfdist/_supervisor.py) from the launches of the tf_launches filter (_cluster.launches). Each train.py
 is rendered here as the training_files action renders it: roles/training/templates/train.py.j2 through Ansible's
 templating, with the role's defaults (roles/training/defaults/main.yml), its vars (vars/main.yml), the
 script_template_vars of its training_files task and the task's own variables the action adds. A test sets role
@@ -34,7 +34,7 @@ ROLE = os.path.join(REPO, "roles", "training")
 COLLECTIONS = os.path.join(REPO, ".collections")  # ansible_collections/tfdist/cluster -> the repository (make setup)
 # The collection's modules and its supervisor, run as `python -m` as on a node (their modules import each other).
 PACKAGE = "ansible_collections.tfdist.cluster.plugins"
-SUPERVISOR = PACKAGE + ".module_utils._supervisor"
+SUPERVISOR = PACKAGE + ".module_utils.tfdist._supervisor"
 DIGITS = os.path.join(ROLE, "files", "data", "digits.npz")
 # The role's one call of the training_files action, whose script_template_vars render train.py.
 TRAINING_FILES = "tfdist.cluster.training_files"
@@ -64,7 +64,7 @@ def free_ports(count):
 def _cluster():
     """The collection's cluster model (layout, cluster spec, leader, launches)."""
     _collection_loader()
-    from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster as model
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster as model
 
     return model
 

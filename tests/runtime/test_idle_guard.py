@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _node_run, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import (
+    _idle_guard, _node_run, _supervisor, _task_folder)
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files, package_zip
 from file_modes import loose_modes
 from processes import alive, wait_until

@@ -16,7 +16,8 @@ import pytest
 
 from processes import alive, free_port_block, listening_ports, wait_until
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _netns, _supervisor, _task_folder, _warm_start
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import (
+    _netns, _supervisor, _task_folder, _warm_start)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # A TF server's stand-in: listens on its port on every interface (as TensorFlow does) until it is stopped.
@@ -117,7 +118,7 @@ def test_destroy_ends_the_holder_and_a_task_never_starts_outside_a_namespace_tha
 
 UNPRIVILEGED = """
 import json, os, sys, time
-from ansible_collections.tfdist.cluster.plugins.module_utils import _netns, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _netns, _supervisor, _task_folder
 job, port = sys.argv[1], int(sys.argv[2])
 record = _netns.ensure(job)[1]
 task = _supervisor.start(os.path.join(job, "tasks", "ps-0"), "job/ps-0", [sys.executable, "-c", sys.argv[3] % port])

@@ -13,7 +13,7 @@ import pytest
 
 from processes import wait_until
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor, _task_folder, _warm_start
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor, _task_folder, _warm_start
 
 # Runs until the file named by its argument exists.
 SCRIPT = """

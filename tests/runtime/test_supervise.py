@@ -1,4 +1,4 @@
-"""The supervisor (plugins/module_utils/_supervisor.py run as a command, `python -m`) with real processes and a fake chief
+"""The supervisor (plugins/module_utils/tfdist/_supervisor.py run as a command, `python -m`) with real processes and a fake chief
 port (no TensorFlow)."""
 
 import json

@@ -19,7 +19,7 @@ from ansible.template import Templar
 
 from local_cluster import REPO, supervise
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster
 
 TASKS_FILE = os.path.join(REPO, "roles", "training", "tasks", "main.yml")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "training", "defaults", "main.yml")

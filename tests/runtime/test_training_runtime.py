@@ -31,7 +31,7 @@ def read_json(path):
 
 
 def held_out_digits():
-    """The job's held-out split: seed 42, 20 % (see load_data in plugins/module_utils/train/data.py)."""
+    """The job's held-out split: seed 42, 20 % (see load_data in plugins/module_utils/tfdist/train/data.py)."""
     with np.load(lc.DIGITS) as d:
         x, y = d["x"], d["y"]
     order = np.random.RandomState(42).permutation(len(x))

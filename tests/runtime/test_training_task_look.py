@@ -6,7 +6,8 @@ import json
 import os
 import subprocess
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _node_run, _package, _task_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils import _package
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _node_run, _task_plan
 from ansible_collections.tfdist.cluster.plugins.module_utils._package import CHECKSUMS, package_files
 
 

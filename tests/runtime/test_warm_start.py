@@ -11,8 +11,9 @@ import pytest
 
 from processes import alive, wait_until
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import (
-    _files, _json_files, _package, _supervisor, _task_folder, _warm_start)
+from ansible_collections.tfdist.cluster.plugins.module_utils import _package
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import (
+    _files, _json_files, _supervisor, _task_folder, _warm_start)
 
 # What the script prints: enough to tell that it ran as `python SCRIPT ARGS` would, and in which process.
 SCRIPT = """

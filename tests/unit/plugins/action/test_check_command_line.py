@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from ansible_collections.tfdist.cluster.plugins.action.check_command_line import SETTINGS, first_error
-from ansible_collections.tfdist.cluster.plugins.module_utils._storage import storage_plan
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._storage import storage_plan
 
 # The playbooks' defaults, as the task passes them (strings where the command line gives strings).
 DEFAULTS = {"cloud": "local", "tf_chief": "1", "tf_workers": "2", "tf_ps": "1", "tf_evaluators": "0",

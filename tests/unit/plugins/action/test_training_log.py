@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.tfdist.cluster.plugins.action.training_log import print_log
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules.training_log import read_log
 
 # Prints a line, then one more each time a file go-N appears, up to go-3, and ends.

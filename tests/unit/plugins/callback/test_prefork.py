@@ -42,7 +42,7 @@ def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_contr
     loaded = loaded_by_prefork("tfdist.cluster.training_files", "ansible.builtin.set_fact")
     # The task's own action plugin, and what it imports.
     assert PREFIX + "action.training_files" in loaded
-    assert PREFIX + "module_utils._files" in loaded
+    assert PREFIX + "module_utils.tfdist._files" in loaded
     assert builtin(loaded, "action.set_fact")
     # Every filter file of the collection (a worker looking up one of them imports them all) and Ansible's own.
     assert {PREFIX + "filter.cluster", PREFIX + "filter.radl", PREFIX + "filter.storage"} <= loaded

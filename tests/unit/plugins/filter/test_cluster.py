@@ -16,7 +16,7 @@ from ansible_collections.tfdist.cluster.plugins.filter.cluster import (
     tf_task_layout,
     tf_tasks,
 )
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import coordinated
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import coordinated
 
 
 def test_layout_has_one_chief_and_indexes_each_type_from_zero():

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _access, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils import _access
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor, _task_folder
 
 
 @pytest.fixture

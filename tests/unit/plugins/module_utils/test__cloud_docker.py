@@ -18,7 +18,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_docker impor
     node_state,
     size_limits,
 )
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import node_tags
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import node_tags
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     NodeIdentity,
     TfdistCloudError,

@@ -160,7 +160,7 @@ def instance_xml(instance):
 def create_workers(ec2, indexes):
     """batch_create's results for worker nodes of cluster demo with these indexes, on `ec2`."""
     from ansible_collections.tfdist.cluster.plugins.module_utils._cloud_ec2 import batch_create
-    from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import node_name, node_tags
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import node_name, node_tags
     driver = get_driver("ec2", "us-east-1", KEYS)
     size, image = NodeSize("t3.large", "", 0, 0, 0, 0, driver), NodeImage("ami-0123", "", driver)
     requests = [{"name": node_name("demo", "worker", index), "size": size, "image": image,

@@ -5,7 +5,8 @@ import signal
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils import _job_state
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor, _task_folder
 from processes import wait_until
 
 

@@ -6,7 +6,7 @@ from libcloud.compute.base import Node, NodeLocation
 from libcloud.compute.drivers.dummy import DummyNodeDriver
 
 from ansible_collections.tfdist.cluster.plugins.module_utils import _clouds, _libcloud
-from ansible_collections.tfdist.cluster.plugins.module_utils._cluster import ClusterError, validate_cluster_name
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._cluster import ClusterError, validate_cluster_name
 from ansible_collections.tfdist.cluster.plugins.module_utils._libcloud import (
     TfdistCloudError,
     get_driver,

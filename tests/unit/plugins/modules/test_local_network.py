@@ -7,7 +7,7 @@ import socket
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _netns
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _netns
 from ansible_collections.tfdist.cluster.plugins.modules import local_network
 
 

@@ -12,7 +12,7 @@ from ansible_collections.tfdist.cluster.plugins.module_utils import _package
 from ansible_collections.tfdist.cluster.plugins.modules import node_package
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[".."] * 4))
-MODULE_UTILS = os.path.join(REPO, "plugins", "module_utils")
+PACKAGE_FOLDER = os.path.join(REPO, "plugins", "module_utils", "tfdist")
 
 
 @pytest.fixture
@@ -25,13 +25,15 @@ def run(capsys, tmp_path):
     return run_module
 
 
-def test_every_file_of_the_training_program_is_shipped():
-    on_disk = sorted("train/" + name for name in os.listdir(os.path.join(MODULE_UTILS, "train")) if name.endswith(".py"))
+def test_the_package_is_its_folder_every_file_and_nothing_else():
+    """A module_utils file goes to the nodes by living in module_utils/tfdist/, and only then."""
+    on_disk = sorted(os.path.relpath(os.path.join(folder, name), PACKAGE_FOLDER)
+                     for folder, _dirs, names in os.walk(PACKAGE_FOLDER) for name in names if name.endswith(".py"))
     files = _package.package_files()
-    assert sorted(f for f in files if f.startswith("train/")) == on_disk
-    assert {"__init__.py", "_cluster.py", "_storage.py", "_supervisor.py", "SHA256SUMS"} <= set(files)
-    with open(os.path.join(MODULE_UTILS, "train", "cli.py"), "rb") as f:
-        assert files["train/cli.py"] == f.read()
+    assert sorted(set(files) - {"SHA256SUMS"}) == on_disk
+    for path in on_disk:
+        with open(os.path.join(PACKAGE_FOLDER, path), "rb") as f:
+            assert files[path] == f.read(), path
 
 
 def test_a_loader_without_get_data_ships_the_same_package(monkeypatch):

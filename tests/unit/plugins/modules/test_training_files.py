@@ -104,8 +104,8 @@ def test_the_training_program_comes_in_the_same_call(run, tmp_path):
 
 
 def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_starts_none(run, tmp_path):
-    from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
-    from ansible_collections.tfdist.cluster.plugins.module_utils._warm_start import WARM_FILE, stop_warm
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._warm_start import WARM_FILE, stop_warm
 
     job = tmp_path / "job"
     folders = [str(job / "tasks" / task["name"]) for task in TASKS]
@@ -128,8 +128,8 @@ def test_a_task_whose_files_changed_gets_its_python_started_ahead_and_a_rerun_st
 
 @pytest.mark.parametrize("gpus, shared", [(0, ["ps-0", "worker-0", "worker-1"]), (2, [])])
 def test_tasks_that_share_an_environment_share_one_import_and_a_gpu_task_imports_alone(run, tmp_path, gpus, shared):
-    from ansible_collections.tfdist.cluster.plugins.module_utils._json_files import read_json
-    from ansible_collections.tfdist.cluster.plugins.module_utils._warm_start import WARM_FILE, stop_warm
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
+    from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._warm_start import WARM_FILE, stop_warm
 
     folders = {task["name"]: str(tmp_path / "job" / "tasks" / task["name"]) for task in TASKS}
     try:

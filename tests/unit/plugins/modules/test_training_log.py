@@ -7,7 +7,7 @@ import sys
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_log
 
 # Prints `count` numbered lines, then waits for the file `go` before printing "after go" and ending.

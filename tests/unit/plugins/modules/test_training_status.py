@@ -9,7 +9,7 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard, _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard, _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_status
 
 

@@ -1,4 +1,4 @@
-"""tfdist.cluster.training_task with the real supervisor (module_utils/_supervisor.py) and real processes (sleep, sh)."""
+"""tfdist.cluster.training_task with the real supervisor (module_utils/tfdist/_supervisor.py) and real processes (sleep, sh)."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import signal
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_task
 from processes import alive, wait_until
 

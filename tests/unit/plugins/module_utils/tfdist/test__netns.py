@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _netns, _netns_holder, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _netns, _netns_holder, _task_folder
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils._storage import (
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._storage import (
     StorageError,
     check,
     classify,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _idle_guard
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _idle_guard
 
 
 def test_idle_time_counts_from_the_latest_of_start_heartbeat_silence_work_and_job():

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import checkpoints
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import checkpoints
 
 STATE = '''model_checkpoint_path: "ckpt-300"
 all_model_checkpoint_paths: "ckpt-200"

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _files
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _files
 
 FILES = {"a.py": b"print(1)\n", "sub/b.py": b"x = 2\n"}
 

@@ -2,7 +2,7 @@
 
 import os
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _json_files
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _json_files
 
 
 def test_json_files_are_written_whole_and_read_back(tmp_path):

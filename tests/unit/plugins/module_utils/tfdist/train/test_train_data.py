@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import data
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import data
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[".."] * 5))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[".."] * 6))
 DIGITS = os.path.join(REPO, "roles", "training", "files", "data", "digits.npz")
 
 

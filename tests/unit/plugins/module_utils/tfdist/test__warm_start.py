@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _warm_child, _warm_start
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _warm_child, _warm_start
 
 
 def test_a_warm_python_runs_the_program_of_warm_child_whatever_loaded_it():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import cli
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import cli
 
 # What the training role renders into a task's script (roles/training/templates/train.py.j2).
 SETTINGS = {

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _cluster
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import job, progress
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _cluster
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import job, progress
 
 
 @pytest.mark.parametrize("task_type, index, spec, expected", [

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _warm_start
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _warm_start
 from processes import wait_until
 
 # The task's script: what it reports tells where it ran and what it found imported.

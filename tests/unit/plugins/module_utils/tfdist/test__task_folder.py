@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _json_files, _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _json_files, _supervisor, _task_folder
 from processes import wait_until
 
 

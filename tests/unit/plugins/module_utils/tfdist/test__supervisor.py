@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils import _supervisor, _task_folder
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor, _task_folder
 from processes import alive, wait_until
 
 

@@ -4,7 +4,7 @@ import csv
 import json
 from types import SimpleNamespace
 
-from ansible_collections.tfdist.cluster.plugins.module_utils.train import progress
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import progress
 
 
 def chief_progress(tmp_path, status_interval=0.0):

@@ -69,7 +69,9 @@ class ActionModule(ActionBase):
             nodes = [node_input(host, hostvars[host], args["probe_var"]) for host in hosts]
             summary = read_json(os.path.join(cluster["artifacts_dir"], "summary.json"))
             ssh_config = cluster["ssh_config"]
-            clusters.append(dict(cluster, nodes=nodes, summary=summary,
+            # The cloud as the deploy named it, which its nodes carry (docker-vm is the provider docker).
+            named = [hostvars[host].get("tfdist_cloud") for host in hosts if hostvars[host].get("tfdist_cloud")]
+            clusters.append(dict(cluster, cloud=named[0] if named else cluster["cloud"], nodes=nodes, summary=summary,
                                  ssh_config=ssh_config if ssh_config and os.path.isfile(ssh_config) else None))
         status = _status.report(clusters, now, cloud=args["cloud"] or None, audit=args["audit"])
         written = []

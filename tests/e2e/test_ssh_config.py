@@ -65,4 +65,7 @@ def test_ssh_config_on_vm_like_nodes_accepts_only_the_pinned_host_key(
     refused = subprocess.run(["ssh", "-F", config, "-o", "BatchMode=yes", "-o", f"HostKeyAlias={name}-chief-0",
                               f"{name}-worker-0", "true"], capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 255 and "Host key verification failed" in refused.stderr, refused.stderr
+    # Status names the cloud as the deploy did (docker-vm), not libcloud's provider (docker).
+    status = run_playbook("playbooks/status.yml", f"cluster_name={name}")
+    assert status.returncode == 0 and f"{name} (cloud=docker-vm): " in status.stdout, tail(status)
     destroy_removes("docker-vm", name, config)

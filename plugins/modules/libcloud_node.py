@@ -382,7 +382,7 @@ started:
   returned: always
   type: list
   elements: dict
-settled:
+nothing_to_do:
   description:
     - Nothing for a run to do - no node to create, start or remove, and none pending (which O(wait) waits for).
       Read in check mode, it tells whether the run itself can be left out.
@@ -1101,7 +1101,7 @@ class ClusterNodes:
                        key=lambda n: (cluster_order(n['role'], n['index']), n['id']))
         result = dict(
             changed=changed,
-            settled=not changed and not pending_kept,
+            nothing_to_do=not changed and not pending_kept,
             created=[self.to_dict(node) for node in created],
             removed=[self.to_dict(node) for node in removed],
             removed_leftovers=leftovers,

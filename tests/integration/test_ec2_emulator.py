@@ -294,8 +294,8 @@ def test_the_controller_plans_in_its_own_process_as_the_module_does(ec2_emulator
     here, module = plans["here"], plans["module"]
     assert here["changed"] is False and sorted(n["name"] for n in here["nodes"]) == sorted(
         n["name"] for n in module["nodes"])
-    assert {key: here[key] for key in ("plan", "cost", "settled", "created")} == {
-        key: module[key] for key in ("plan", "cost", "settled", "created")}
+    assert {key: here[key] for key in ("plan", "cost", "nothing_to_do", "created")} == {
+        key: module[key] for key in ("plan", "cost", "nothing_to_do", "created")}
 
 
 ACCESS_AND_AUDIT_HERE_AND_IN_A_MODULE = """

@@ -232,7 +232,7 @@ def test_pending_nodes_are_waited_for_even_when_nothing_changes(run, cloud, monk
     run(roles=roles(worker=1))
     cloud.nodes[0].state = "pending"  # as left by an interrupted run
     planned = run(check_mode=True, roles=roles(worker=1))
-    assert planned["changed"] is False and planned["settled"] is False
+    assert planned["changed"] is False and planned["nothing_to_do"] is False
 
     result = run(roles=roles(worker=1), wait_timeout=1)
 
@@ -247,7 +247,7 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
 
     planned = run(check_mode=True, roles=roles(chief=1, worker=2))
     assert planned["changed"] is True and names(planned["started"]) == ["tfdist-worker-1"]
-    assert planned["settled"] is False
+    assert planned["nothing_to_do"] is False
     assert stopped.state == "stopped" and cloud.calls["start_node"] == 0
 
     result = run(roles=roles(chief=1, worker=2))
@@ -256,7 +256,7 @@ def test_stopped_node_of_the_cluster_is_started_not_duplicated(run, cloud):
     assert stopped.state == "running"
     assert cloud.names() == ["tfdist-chief-0", "tfdist-worker-0", "tfdist-worker-1"]
     assert run(roles=roles(chief=1, worker=2))["changed"] is False
-    assert run(check_mode=True, roles=roles(chief=1, worker=2))["settled"] is True
+    assert run(check_mode=True, roles=roles(chief=1, worker=2))["nothing_to_do"] is True
 
 
 def test_nodes_without_an_index_are_replaced_not_kept(run, cloud):

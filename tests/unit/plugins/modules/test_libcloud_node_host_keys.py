@@ -126,7 +126,7 @@ def test_a_controller_without_the_known_hosts_pins_the_nodes_from_their_tags(run
     os.remove(run.known_hosts)  # this controller never made the cluster (a fresh execution environment)
 
     planned = run(check_mode=True, chief=1, worker=2)[0]
-    assert planned["changed"] is True and planned["settled"] is False  # so the provision role runs it for real
+    assert planned["changed"] is True and planned["nothing_to_do"] is False  # so the provision role runs it for real
     assert not os.path.exists(run.known_hosts)
     result, out = run(chief=1, worker=2)
 

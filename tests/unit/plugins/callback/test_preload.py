@@ -1,4 +1,4 @@
-"""tfdist.cluster.prefork: before it forks a task's workers, the controller loads their plugins, freezes its objects."""
+"""tfdist.cluster.preload: before it forks a task's workers, the controller loads their plugins, freezes its objects."""
 
 import os
 import re
@@ -14,7 +14,7 @@ import sys
 from ansible.plugins.loader import callback_loader, init_plugin_loader
 from ansible.playbook.task import Task
 init_plugin_loader()
-plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin = callback_loader.get("tfdist.cluster.preload")
 plugin.set_options()  # as a run does: from the configuration and the environment
 before = set(sys.modules)
 plugin.v2_playbook_on_start(None)
@@ -28,7 +28,7 @@ print("\\n".join(sorted(set(sys.modules) - before)))
 PREFIX = "ansible_collections.tfdist.cluster.plugins."
 
 
-def loaded_by_prefork(*actions):
+def loaded_by_preload(*actions):
     run = subprocess.run([sys.executable, "-c", CHECK, *actions], capture_output=True, text=True, check=True)
     return set(run.stdout.split())
 
@@ -39,7 +39,7 @@ def builtin(loaded, plugin):
 
 
 def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_controller():
-    loaded = loaded_by_prefork("tfdist.cluster.training_files", "ansible.builtin.set_fact")
+    loaded = loaded_by_preload("tfdist.cluster.training_files", "ansible.builtin.set_fact")
     # The task's own action plugin, and what it imports.
     assert PREFIX + "action.training_files" in loaded
     assert PREFIX + "module_utils.tfdist._files" in loaded
@@ -51,12 +51,12 @@ def test_the_task_action_the_filters_and_the_connections_are_loaded_in_the_contr
 
 
 def test_a_module_without_an_action_plugin_loads_the_normal_action():
-    loaded = loaded_by_prefork("tfdist.cluster.training_watch_not_there", "ansible.builtin.ping")
+    loaded = loaded_by_preload("tfdist.cluster.training_watch_not_there", "ansible.builtin.ping")
     assert builtin(loaded, "action.normal")
 
 
 def test_a_task_it_cannot_resolve_is_left_to_the_worker():
-    plugin = callback_loader.get("tfdist.cluster.prefork")
+    plugin = callback_loader.get("tfdist.cluster.preload")
     plugin.set_options()
     task = Task()
     task.action = "no.such.collection_module"
@@ -70,7 +70,7 @@ import gc
 from ansible.plugins.loader import callback_loader, init_plugin_loader
 from ansible.playbook.task import Task
 init_plugin_loader()
-plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin = callback_loader.get("tfdist.cluster.preload")
 plugin.set_options()  # as a run does: from the configuration and the environment
 task = Task()
 task.action = "ansible.builtin.debug"
@@ -111,8 +111,8 @@ def test_a_playbook_keeps_its_compiled_templates_in_the_folder_and_shows_the_sam
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK)
     folder = tmp_path / "templates"
-    env = dict(os.environ, TFDIST_TEMPLATE_CACHE=str(folder), ANSIBLE_CALLBACKS_ENABLED="tfdist.cluster.prefork",
-               TFDIST_PREFORK_PRIVATE_SPEEDUPS="true",
+    env = dict(os.environ, TFDIST_TEMPLATE_CACHE=str(folder), ANSIBLE_CALLBACKS_ENABLED="tfdist.cluster.preload",
+               TFDIST_PRELOAD_PRIVATE_SPEEDUPS="true",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_NOCOLOR="1")
     command = [sys.executable, "-m", "ansible.cli.playbook", "-i", "localhost,", str(playbook)]
     runs, kept = [], []
@@ -130,7 +130,7 @@ FOUND_ONCE = """
 import pkgutil, sys
 from ansible.plugins.loader import callback_loader, filter_loader, init_plugin_loader
 init_plugin_loader()
-plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin = callback_loader.get("tfdist.cluster.preload")
 plugin.set_options()
 plugin.v2_playbook_on_start(None)
 
@@ -148,7 +148,7 @@ except Exception as e:  # Ansible wraps what went wrong while it looked
 
 
 def test_each_filter_of_the_collection_is_found_once_in_the_controller_and_a_missing_one_is_looked_for_again():
-    env = dict(os.environ, TFDIST_PREFORK_PRIVATE_SPEEDUPS="true")
+    env = dict(os.environ, TFDIST_PRELOAD_PRIVATE_SPEEDUPS="true")
     run = subprocess.run([sys.executable, "-c", FOUND_ONCE], env=env, capture_output=True, text=True, check=True)
     found, missing = run.stdout.splitlines()
     # A worker (forked from the controller) finds the filter with no look at the collection's files.
@@ -163,7 +163,7 @@ import jinja2
 from ansible.plugins.loader import Jinja2Loader, callback_loader, init_plugin_loader
 init_plugin_loader()
 lookup, compile_ = Jinja2Loader.get_with_context, jinja2.Environment.compile
-plugin = callback_loader.get("tfdist.cluster.prefork")
+plugin = callback_loader.get("tfdist.cluster.preload")
 plugin.set_options()
 plugin.v2_playbook_on_start(None)
 print(Jinja2Loader.get_with_context is lookup, jinja2.Environment.compile is compile_)
@@ -171,9 +171,9 @@ print(Jinja2Loader.get_with_context is lookup, jinja2.Environment.compile is com
 
 
 def test_without_private_speedups_neither_ansible_s_plugin_lookup_nor_jinja_s_compile_is_replaced():
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TFDIST_PREFORK")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TFDIST_PRELOAD")}
     run = subprocess.run([sys.executable, "-c", UNTOUCHED], env=env, capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["True", "True"]
-    run = subprocess.run([sys.executable, "-c", UNTOUCHED], env=dict(env, TFDIST_PREFORK_PRIVATE_SPEEDUPS="true"),
+    run = subprocess.run([sys.executable, "-c", UNTOUCHED], env=dict(env, TFDIST_PRELOAD_PRIVATE_SPEEDUPS="true"),
                          capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["False", "False"]

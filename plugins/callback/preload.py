@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-name: prefork
+name: preload
 type: aggregate
 author: tfdist maintainers (@tfdist)
 version_added: 0.5.0
@@ -47,10 +47,10 @@ options:
     type: bool
     default: false
     env:
-      - name: TFDIST_PREFORK_PRIVATE_SPEEDUPS
+      - name: TFDIST_PRELOAD_PRIVATE_SPEEDUPS
     ini:
       - key: private_speedups
-        section: callback_prefork
+        section: callback_preload
   template_cache:
     description:
       - With O(private_speedups), the folder that keeps compiled templates between runs, made with mode C(0700) where
@@ -64,13 +64,13 @@ options:
       - name: TFDIST_TEMPLATE_CACHE
     ini:
       - key: template_cache
-        section: callback_prefork
+        section: callback_preload
 """
 
 EXAMPLES = r"""
 # ansible.cfg
 # [defaults]
-# callbacks_enabled = tfdist.cluster.prefork
+# callbacks_enabled = tfdist.cluster.preload
 """
 
 import functools
@@ -93,7 +93,7 @@ CONNECTIONS = ("ansible.builtin.ssh", "ansible.builtin.local")
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "tfdist.cluster.prefork"
+    CALLBACK_NAME = "tfdist.cluster.preload"
     CALLBACK_NEEDS_ENABLED = True
 
     def __init__(self, *args, **kwargs):
@@ -123,7 +123,7 @@ class CallbackModule(CallbackBase):
     def _keep_compiled_templates(self):
         refused = _template_cache.install(self.get_option("template_cache"))
         if refused:
-            display.warning("tfdist.cluster.prefork: templates are compiled on every use: %s" % refused)
+            display.warning("tfdist.cluster.preload: templates are compiled on every use: %s" % refused)
 
     @staticmethod
     def _load_templating_and_connections():
@@ -153,7 +153,7 @@ class CallbackModule(CallbackBase):
         try:
             load(*args)
         except Exception as e:  # pylint: disable=broad-exception-caught
-            display.vvvv("tfdist.cluster.prefork: %s" % e)
+            display.vvvv("tfdist.cluster.preload: %s" % e)
 
 
 def _find_collection_filters():

@@ -155,6 +155,18 @@ def test_classic_cluster_without_a_chief_led_by_worker_0(cluster_name):
     assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []
 
 
+def log_ends(job_dir, tasks):
+    """The last lines of each task's log: what a test that waited in vain shows."""
+    ends = {}
+    for task in tasks:
+        try:
+            with open(os.path.join(job_dir, "tasks", task, "task.log"), errors="replace") as handle:
+                ends[task] = handle.readlines()[-8:]
+        except OSError as e:
+            ends[task] = str(e)
+    return ends
+
+
 def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_name):
     """Ctrl-C while the deploy watches, then the same deploy again: it watches that job to its end, launching nothing."""
     base = free_port_block(4)
@@ -164,8 +176,13 @@ def test_deploy_interrupted_while_training_attaches_to_the_running_job(cluster_n
     # The controller's cloud credentials: no task may see them.
     first = start_playbook("playbooks/deploy.yml", *common, env={"AWS_SECRET_ACCESS_KEY": "controller-secret-0000"})
     try:
-        assert wait_until(lambda: ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step") or 0) >= 100,
-                          timeout=300), "the job never reached step 100"
+        def ended_or_at_step_100():
+            return first.poll() is not None or ((read_json(os.path.join(job_dir, "status.json")) or {}).get("step")
+                                                or 0) >= 100
+
+        # A deploy that ended before step 100 says why at once (its output), rather than after the whole wait.
+        assert wait_until(ended_or_at_step_100, timeout=300), ("the job never reached step 100", log_ends(job_dir, tasks))
+        assert first.poll() is None, first.communicate()[0][-4000:]
         # While it trains, this machine's network shows none of its TF ports (they are in the cluster's namespace),
         # and the tasks' environments hold none of the controller's AWS variables.
         assert not set(range(base, base + 4)) & listening_ports()

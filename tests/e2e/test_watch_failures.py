@@ -51,7 +51,12 @@ def test_a_chief_that_ends_at_once_fails_the_watch_naming_it_and_its_log(cluster
     """A script that fails at its imports (tf_keras=true's multi-worker shape): the watch fails naming the chief and
     showing its log, rather than saying ok and leaving collect to find no results."""
     script = tmp_path / "train.py"
-    script.write_text("print('reading the data')\nimport no_such_module\n")
+    # Only the chief fails (the others wait, as workers do for their chief): the watch must name it, whichever task a
+    # busy machine would have seen end first had they all failed.
+    script.write_text("import json, os, time\nprint('reading the data')\n"
+                      "if json.loads(os.environ['TF_CONFIG'])['task']['type'] == 'chief':\n"
+                      "    import no_such_module\n"
+                      "time.sleep(600)\n")
     base = free_port_block(3)
     result = run_playbook("playbooks/deploy.yml", f"cluster_name={cluster_name}", f"tf_port_base={base}",
                           "tf_strategy=multi_worker_mirrored", "tf_workers=2", "tf_keras=true", f"tf_script={script}")
@@ -60,4 +65,5 @@ def test_a_chief_that_ends_at_once_fails_the_watch_naming_it_and_its_log(cluster
     assert "TF task chief-0 on" in out and "exited with code 1" in out, tail(result)
     assert "ModuleNotFoundError: No module named 'no_such_module'" in out and "reading the data" in out, tail(result)
     assert "Note where the leader wrote its results" not in out, tail(result)  # collect never began
+    # The waiting workers are stopped with the failed chief: nothing of the job keeps running (or paying).
     assert tf_processes(os.path.join(REPO, ".cache", "run", cluster_name)) == []

@@ -10,10 +10,11 @@ short_description: Lay down the node-side Python package of tfdist (the training
 description:
   - Writes the Python package C(tfdist) into O(dest) on the managed host, so that O(dest) on C(sys.path) (or in
     E(PYTHONPATH)) makes C(tfdist.train) importable, for example C(python -m tfdist.train.job --help).
-  - The package holds the collection's training program (C(tfdist/train/)), the modules it imports (the cluster
-    model C(_cluster.py), the storage policy C(_storage.py), the supervisor C(_supervisor.py)), an C(__init__.py) and
-    C(SHA256SUMS), the checksums of every file; a change of the program changes C(SHA256SUMS), so a task that
-    watches it (O(tfdist.cluster.training_task#module:watch_files)) is relaunched.
+  - The package is the collection's folder C(plugins/module_utils/tfdist/), every file of it - the training program
+    (C(tfdist/train/)), the modules it imports (the cluster model C(_cluster.py), the storage policy C(_storage.py),
+    the supervisor C(_supervisor.py), ...), its C(__init__.py), and C(SHA256SUMS), the checksums of every file; a
+    change of the program changes C(SHA256SUMS), so a task that watches it
+    (O(tfdist.cluster.training_task#module:watch_files)) is relaunched.
   - The files come from the module's own payload, so the package on the host is always the one of the collection
     version that runs the play; nothing is downloaded.
   - Files are rewritten only when their content or mode differs, and files that are no longer part of the package

@@ -59,6 +59,8 @@ def read_holder(path):
     return holder if isinstance(holder, dict) else {}
 
 
+# _task_folder.alive's rule (a zombie has ended), written again: this file also runs as the lock holder's own script
+# (python _cluster_lock.py ...), with the standard library only and no collection loader to import it through.
 def alive(pid):
     """Whether process `pid` still runs (a zombie, ended but not yet reaped, does not)."""
     try:

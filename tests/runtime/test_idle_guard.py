@@ -27,7 +27,9 @@ def guard(tmp_path):
     folder = str(tmp_path / "guard")
     tasks_dir = str(tmp_path / "job" / "tasks")
     mark = str(tmp_path / "powered-off")
-    command = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(time.time()))", mark]
+    # Written whole then renamed: a test that sees the mark must read its time, never an empty file.
+    command = [sys.executable, "-c", "import os, sys, time; open(sys.argv[1] + '.part', 'w').write(str(time.time()));"
+               " os.replace(sys.argv[1] + '.part', sys.argv[1])", mark]
 
     def start(idle_seconds=IDLE_SECONDS, check_mode=False, quiet_seconds=0):
         params = {"idle_minutes": idle_seconds / 60.0, "tasks_dir": tasks_dir, "poweroff_command": command,

@@ -86,7 +86,9 @@ logs: setup
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites in
 # TEST_WORKERS processes (pytest-xdist). Many tests wait on containers, daemons and training, so two workers
 # use a 2-core machine better than one. A file's tests stay together in one worker (--dist loadfile): their
-# module fixtures (an HDFS cluster, a trained local cluster) are set up once. TEST_WORKERS=0 runs them in one.
+# module fixtures (an HDFS cluster, a trained local cluster) are set up once, and files start longest first
+# (tests/conftest.py reads tests/durations.json; xdist's own order, most tests first, is turned off). TEST_WORKERS=0
+# runs them in one.
 # The checks before them are single-threaded tools, so they run two at a time (a target's output is shown
 # together, when it ends); then pytest has both cores.
 TEST_WORKERS ?= 2
@@ -94,7 +96,7 @@ CHECKS := lint sanity docs importer units sanity-oldest core-matrix ee-context i
 test: setup
 	@echo "make test: $(CHECKS), two at a time"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
-	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -ra

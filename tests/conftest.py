@@ -8,6 +8,7 @@ and of the Docker Engine (tests/docker_engine.py). Helpers are plain modules of 
 ansible_cli (the one way to run a playbook), processes, docker_engine, emulators.
 """
 
+import json
 import os
 import sys
 
@@ -25,3 +26,58 @@ if not any(type(finder).__name__ == "_AnsibleCollectionFinder" for finder in sys
     init_plugin_loader([COLLECTIONS])
 
 pytest_plugins = ["emulators.fixtures", "docker_engine"]
+
+# Seconds each test file took in a whole `make test` (setup, calls and teardown summed; a module fixture's set-up
+# counts in its file). Files start longest first, so neither of make test's two workers is left running one long
+# file at the end while the other idles. Every run writes its own figures to .cache/test-durations.json; after a
+# whole run, copy that file here when the suite's shape changed. A file missing here starts with the middle ones.
+DURATIONS = os.path.join(TESTS, "durations.json")
+MEASURED = os.path.join(REPO, ".cache", "test-durations.json")
+_file_seconds = {}
+_worker_seconds = {}
+
+
+def _file_of(nodeid):
+    return nodeid.split("::", 1)[0]
+
+
+def _read_durations(path):
+    try:
+        with open(path) as handle:
+            return {name: float(seconds) for name, seconds in json.load(handle).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def pytest_collection_modifyitems(items):
+    expected = _read_durations(DURATIONS)
+    if not expected:
+        return
+    middle = sorted(expected.values())[len(expected) // 2]
+    # A stable sort on the file alone keeps each file's tests together and in their order.
+    items.sort(key=lambda item: -expected.get(_file_of(item.nodeid), middle))
+
+
+def pytest_runtest_logreport(report):
+    name = _file_of(report.nodeid)
+    _file_seconds[name] = _file_seconds.get(name, 0.0) + report.duration
+    gateway = getattr(getattr(report, "node", None), "gateway", None)  # the xdist worker that ran it
+    worker = getattr(gateway, "id", "main")
+    _worker_seconds[worker] = _worker_seconds.get(worker, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if hasattr(config, "workerinput") or not _file_seconds:
+        return  # an xdist worker: the controller sums every worker's reports
+    slowest = sorted(_file_seconds.items(), key=lambda entry: -entry[1])
+    terminalreporter.write_sep("=", "slowest test files")
+    for name, seconds in slowest[:12]:
+        terminalreporter.write_line("%8.1fs %s" % (seconds, name))
+    terminalreporter.write_line("busy: " + ", ".join(
+        "%s %.0fs" % (worker, seconds) for worker, seconds in sorted(_worker_seconds.items())))
+    measured = _read_durations(MEASURED)
+    measured.update((name, round(seconds, 1)) for name, seconds in _file_seconds.items())
+    os.makedirs(os.path.dirname(MEASURED), exist_ok=True)
+    with open(MEASURED, "w") as handle:
+        json.dump(dict(sorted(measured.items())), handle, indent=1)
+        handle.write("\n")

@@ -90,9 +90,10 @@ logs: setup
 # (tests/conftest.py reads tests/durations.json; xdist's own order, most tests first, is turned off). TEST_WORKERS=0
 # runs them in one.
 # The checks before them are single-threaded tools, so they run two at a time (a target's output is shown
-# together, when it ends); then pytest has both cores.
+# together, when it ends), longest first: core-matrix (two ansible-core releases in a container, about 8 min) runs
+# beside all the others; then pytest has both cores.
 TEST_WORKERS ?= 2
-CHECKS := lint sanity docs importer units sanity-oldest core-matrix ee-context im-venv
+CHECKS := core-matrix sanity lint sanity-oldest units docs importer ee-context im-venv
 test: setup
 	@echo "make test: $(CHECKS), two at a time"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)

@@ -72,8 +72,9 @@ def test_changed_watched_file_restarts_and_restart_forces_it(run, tmp_path):
 
 
 def test_stop_is_idempotent_and_ends_the_process_group(run, task_dir):
-    # sh starts a child: stopping must end the whole process group, not only sh.
-    started = run(command=["sh", "-c", "sleep 60 & echo $! > child.pid; wait"])
+    # sh starts a child: stopping must end the whole process group, not only sh. child.pid appears whole (renamed
+    # once written): the test reads it as soon as it exists.
+    started = run(command=["sh", "-c", "sleep 60 & echo $! > child.part && mv child.part child.pid; wait"])
     assert wait_until(lambda: os.path.exists(os.path.join(task_dir, "child.pid")))
     with open(os.path.join(task_dir, "child.pid")) as f:
         child = int(f.read())

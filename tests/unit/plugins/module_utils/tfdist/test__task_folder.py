@@ -155,7 +155,9 @@ def test_a_running_group_is_alive(task_dir):
 
 def test_the_state_of_a_tasks_processes_is_read_across_its_whole_group(task_dir):
     # A leader that waits for a child, as a task of a warm host runs in a child of the process that leads its group.
-    started = _supervisor.start(task_dir, "ps-0", ["sh", "-c", "sleep 60 & echo $! > child.pid; wait"])
+    # child.pid appears whole (renamed once written): the test reads it as soon as it exists.
+    started = _supervisor.start(task_dir, "ps-0",
+                                ["sh", "-c", "sleep 60 & echo $! > child.part && mv child.part child.pid; wait"])
     assert wait_until(lambda: os.path.exists(os.path.join(task_dir, "child.pid")))
     with open(os.path.join(task_dir, "child.pid")) as f:
         child = int(f.read())

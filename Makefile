@@ -86,18 +86,18 @@ logs: setup
 # The unit tests run under ansible-test units (as a collection's CI does); pytest runs the other suites in
 # TEST_WORKERS processes (pytest-xdist). Many tests wait on containers, daemons and training, so two workers
 # use a 2-core machine better than one. A file's tests stay together in one worker (--dist loadfile): their
-# module fixtures (an HDFS cluster, a trained local cluster) are set up once, and files start longest first
-# (tests/conftest.py reads tests/durations.json; xdist's own order, most tests first, is turned off). TEST_WORKERS=0
-# runs them in one.
+# module fixtures (an HDFS cluster, a trained local cluster) are set up once. xdist starts the files with the most
+# tests first, which pairs the long docker files with short ones (started longest first, docker-heavy files ran side
+# by side and took up to 2.5 times as long; tests/conftest.py prints where the time went). TEST_WORKERS=0 runs them
+# in one.
 # The checks before them are single-threaded tools, so they run two at a time (a target's output is shown
-# together, when it ends), longest first: core-matrix (two ansible-core releases in a container, about 8 min) runs
-# beside all the others; then pytest has both cores.
+# together, when it ends); then pytest has both cores.
 TEST_WORKERS ?= 2
-CHECKS := core-matrix sanity lint sanity-oldest units docs importer ee-context im-venv
+CHECKS := lint sanity docs importer units sanity-oldest core-matrix ee-context im-venv
 test: setup
 	@echo "make test: $(CHECKS), two at a time"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
-	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest tests --ignore=tests/unit -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -ra

@@ -27,11 +27,9 @@ if not any(type(finder).__name__ == "_AnsibleCollectionFinder" for finder in sys
 
 pytest_plugins = ["emulators.fixtures", "docker_engine"]
 
-# Seconds each test file took in a whole `make test` (setup, calls and teardown summed; a module fixture's set-up
-# counts in its file). Files start longest first, so neither of make test's two workers is left running one long
-# file at the end while the other idles. Every run writes its own figures to .cache/test-durations.json; after a
-# whole run, copy that file here when the suite's shape changed. A file missing here starts with the middle ones.
-DURATIONS = os.path.join(TESTS, "durations.json")
+# Where the suite's time goes: every run ends with its slowest test files and each xdist worker's busy time, and
+# writes each file's seconds (setup, calls and teardown summed; a module fixture's set-up counts in its file) to
+# .cache/test-durations.json.
 MEASURED = os.path.join(REPO, ".cache", "test-durations.json")
 _file_seconds = {}
 _worker_seconds = {}
@@ -47,15 +45,6 @@ def _read_durations(path):
             return {name: float(seconds) for name, seconds in json.load(handle).items()}
     except (OSError, ValueError, AttributeError):
         return {}
-
-
-def pytest_collection_modifyitems(items):
-    expected = _read_durations(DURATIONS)
-    if not expected:
-        return
-    middle = sorted(expected.values())[len(expected) // 2]
-    # A stable sort on the file alone keeps each file's tests together and in their order.
-    items.sort(key=lambda item: -expected.get(_file_of(item.nodeid), middle))
 
 
 def pytest_runtest_logreport(report):

@@ -28,7 +28,7 @@ if not any(type(finder).__name__ == "_AnsibleCollectionFinder" for finder in sys
 pytest_plugins = ["emulators.fixtures", "docker_engine"]
 
 # Where the suite's time goes: every run ends with its slowest test files and each xdist worker's busy time, and
-# writes each file's seconds (setup, calls and teardown summed; a module fixture's set-up counts in its file) to
+# writes this run's seconds per file (setup, calls and teardown summed; a module fixture's set-up counts in its file) to
 # .cache/test-durations.json.
 MEASURED = os.path.join(REPO, ".cache", "test-durations.json")
 _file_seconds = {}
@@ -37,14 +37,6 @@ _worker_seconds = {}
 
 def _file_of(nodeid):
     return nodeid.split("::", 1)[0]
-
-
-def _read_durations(path):
-    try:
-        with open(path) as handle:
-            return {name: float(seconds) for name, seconds in json.load(handle).items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
 
 
 def pytest_runtest_logreport(report):
@@ -64,9 +56,7 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line("%8.1fs %s" % (seconds, name))
     terminalreporter.write_line("busy: " + ", ".join(
         "%s %.0fs" % (worker, seconds) for worker, seconds in sorted(_worker_seconds.items())))
-    measured = _read_durations(MEASURED)
-    measured.update((name, round(seconds, 1)) for name, seconds in _file_seconds.items())
     os.makedirs(os.path.dirname(MEASURED), exist_ok=True)
     with open(MEASURED, "w") as handle:
-        json.dump(dict(sorted(measured.items())), handle, indent=1)
+        json.dump({name: round(seconds, 1) for name, seconds in slowest}, handle, indent=1)
         handle.write("\n")

@@ -128,18 +128,24 @@ def save_when_stopped(state, saved_step):
 
 
 def fetch_loss(tf, remote_loss):
-    """The loss a scheduled function returned; None if its worker died after running it.
+    """The loss a scheduled function returned; None if it could not be read from its worker.
 
-    The coordinator re-runs functions that a lost worker did not finish, but a finished
-    function's result still lives on its worker: reading it then fails. Errors of the
-    parameter servers are fatal and are raised.
+    The loss only feeds the progress report: the function has run and its step is on the parameter servers. The
+    coordinator re-runs functions that a lost worker did not finish, but a finished function's result still lives
+    on its worker: reading it then fails (UnavailableError), and now and then a worker answers the read with gRPC's
+    "Unable to parse request" (InternalError, seen under load) while it goes on running steps. Either costs a point
+    of the loss curve, not the job. Errors of the parameter servers, and any other error, are raised.
     """
     try:
         return float(remote_loss.fetch())
-    except tf.errors.UnavailableError as e:
-        if type(e).__name__ == "PSUnavailableError" or "/job:ps" in str(e):
+    except (tf.errors.UnavailableError, tf.errors.InternalError) as e:
+        text = str(e)
+        if type(e).__name__ == "PSUnavailableError" or "/job:ps" in text:
             raise
-        log("a worker went away before its result was read; training goes on (%s)" % str(e).splitlines()[0])
+        if isinstance(e, tf.errors.InternalError) and "remote target /job:worker" not in text:
+            raise
+        log("the loss of a finished step could not be read from its worker; training goes on (%s: %s)"
+            % (type(e).__name__, text.strip().splitlines()[0] if text.strip() else "no message"))
         return None
 
 

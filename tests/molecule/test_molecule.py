@@ -1,15 +1,15 @@
-"""The roles' Molecule scenarios, one test each: `make test` runs every one of them.
+"""The roles' Molecule scenarios on root containers, one test each: `make test` runs every one of them.
 
 Each test runs `molecule test -s SCENARIO` in the role's folder (destroy, syntax, create,
 converge, idempotence, verify, destroy) against containers of the local Docker Engine.
 The session fixtures of tests/docker_engine.py start the engine and build the node images once
-(scripts/ensure-docker.sh, scripts/build-node-image.sh): there is no registry to pull from. Without an
+(scripts/build-node-image.sh): there is no registry to pull from. Without an
 engine the scenarios are skipped, and fail when CI is set.
 
-Each role's `vm` scenario (test_molecule_vm.py, which runs them with run_scenario below) runs its default scenario's
-playbooks on the VM-like platform: nodes of the stock image tfdist/node-vm (systemd as PID 1, cloud-init) made as
-cloud=docker-vm makes them, reached over SSH as the login user debian, which becomes root (their create and destroy:
-tests/molecule/vm/).
+The scenarios on nodes as clouds give them (test_molecule_vm.py, which runs them with run_scenario below) are each
+role's main test: nodes of the stock image tfdist/node-vm (systemd as PID 1, cloud-init) made as cloud=docker-vm makes
+them, reached over SSH as the login user debian, which becomes root (their create and destroy: tests/molecule/vm/).
+The ones here cover what those do not: the root containers without an init system of cloud=docker and cloud=local.
 
 Environment:
   TFDIST_MOLECULE_TIMEOUT   seconds one scenario may take (default 1200)
@@ -39,12 +39,9 @@ TAIL_LINES = 150
 # (role, scenario), cheapest first. Every scenario names its own containers and network
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
-    ("provision", "default"),  # the docker cloud's nodes of a cluster, created from the controller
-    ("cuda", "default"),  # a node without a GPU, one forced to the repository, one installing from a mirror
-    ("tensorflow", "default"),
-    ("hdfs", "default"),
-    ("training", "default"),
-    ("training", "multinode"),
+    ("tensorflow", "default"),  # the role's own default: each node installs TensorFlow from the index
+    ("training", "multinode"),  # one task per container on a Docker network
+    ("hdfs", "default"),  # three nodes, the daemons under the collection's supervisor (no systemd)
 ]
 
 

@@ -40,7 +40,6 @@ TAIL_LINES = 150
 # (tfdist-molecule-*), and destroys them at its start and end.
 SCENARIOS = [
     ("tensorflow", "default"),  # the role's own default: each node installs TensorFlow from the index
-    ("training", "multinode"),  # one task per container on a Docker network
     ("hdfs", "default"),  # three nodes, the daemons under the collection's supervisor (no systemd)
 ]
 

@@ -10,14 +10,18 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist import _supervisor
 from ansible_collections.tfdist.cluster.plugins.modules import training_log
 
-# Prints `count` numbered lines, then waits for the file `go` before printing "after go" and ending.
+# Waits for the file `begin` in the folder it is given, prints `count` numbered lines, then waits for the file `go`
+# there before printing "after go" and ending.
 PROGRAM = """
 import os, sys, time
+def wait_for(name):
+    while not os.path.exists(os.path.join(sys.argv[2], name)):
+        time.sleep(0.05)
+wait_for("begin")
 for number in range(int(sys.argv[1])):
     print("line %d" % number)
 sys.stdout.flush()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
+wait_for("go")
 print("after go")
 """
 
@@ -31,8 +35,10 @@ def task(tmp_path):
     (tmp_path / "program.py").write_text(PROGRAM)
 
     def start(count):
-        command = [sys.executable, str(tmp_path / "program.py"), str(count), go_file]
+        command = [sys.executable, str(tmp_path / "program.py"), str(count), str(tmp_path)]
         _supervisor.start(task_dir, "demo/worker-1", command)
+        # The supervisor's "runs as pid" line is in the log once start() returns: the program's lines come after it.
+        open(tmp_path / "begin", "w").close()
         return task_dir
 
     start.go = lambda: open(go_file, "w").close()

@@ -46,9 +46,11 @@ class Trainable:
         self.options = tf.train.CheckpointOptions(experimental_io_device=io_device) if io_device else None
 
         self.mirror = None  # the chief's checkpoints.CheckpointMirror, with --checkpoint_url
+        self.saved_step = None  # the step the latest checkpoint holds; None before there is one
 
     def save(self, step):
         self.manager.save(checkpoint_number=step, options=self.options)
+        self.saved_step = step
         if self.mirror:
             self.mirror.push()
 
@@ -63,7 +65,8 @@ class Trainable:
             except Exception as e:
                 raise SystemExit("cannot restore %s (%s); did the model or data change? Remove %s to start over"
                                  % (latest, e, self.ckpt_dir))
-            log("resumed from %s at step %d" % (latest, int(self.step.numpy())))
+            self.saved_step = int(self.step.numpy())
+            log("resumed from %s at step %d" % (latest, self.saved_step))
         if self.mirror:
             self.mirror.start()
         return int(self.step.numpy())

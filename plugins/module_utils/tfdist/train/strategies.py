@@ -47,7 +47,6 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         shard_steps = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False, name="shard_steps")
     initial = state.restore()
     progress.begin(initial)
-
     x, y = data["x"], data["y"]
 
     def dataset_fn():
@@ -56,7 +55,6 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         ds = ds.shuffle(min(len(x), 10000)).repeat().batch(args.batch_size, drop_remainder=True)
         return ds.map(lambda bx, by: (bx, by, shard)).prefetch(2)
 
-    per_worker_iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
     replica_step = gradient_step(tf, state, tf.reduce_mean)
 
     @tf.function
@@ -69,47 +67,48 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         shard_steps.scatter_add(tf.IndexedSlices(tf.fill([1], tf.cast(num_steps, tf.int64)), tf.reshape(shard, [1])))
         return total / tf.cast(num_steps, tf.float32)
 
-    saved_step = schedule_steps(tf, args, lambda k: coordinator.schedule(train_steps, args=(per_worker_iterator, k)),
-                                state, progress, initial, limit=args.max_in_flight * num_workers)
-    coordinator.join()
-    final_step = int(state.step.numpy())
-    save_last(state, final_step, saved_step)
+    # A stop (a deadline, the watch) keeps what was trained, whenever it comes: building the workers' datasets
+    # takes a while, and a deadline counted from the launch may end a job there on a busy machine.
+    try:
+        per_worker_iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        schedule_steps(tf, args, lambda k: coordinator.schedule(train_steps, args=(per_worker_iterator, k)),
+                       state, progress, initial, limit=args.max_in_flight * num_workers)
+        coordinator.join()
+        final_step = int(state.step.numpy())
+    except Terminated:
+        save_when_stopped(state)
+        raise
+    save_last(state, final_step)
     extra = {"num_workers": num_workers, "num_ps": num_ps, "worker_steps": [int(s) for s in shard_steps.numpy()]}
     return report_results(keras, np, args, data, state, progress, final_step, extra)
 
 
 def schedule_steps(tf, args, schedule, state, progress, initial, limit):
     """Train from step initial to args.steps with functions scheduled on the workers (schedule(k) runs k steps,
-    returning its remote loss); the step of the last periodic checkpoint. A stop saves what was trained first.
+    returning its remote loss), with a checkpoint every args.checkpoint_every steps.
 
     Keeps a bounded queue of scheduled functions (limit): enough to keep every worker busy, few enough that
     progress, checkpoints and failures are noticed quickly.
     """
     in_flight = collections.deque()
-    scheduled = done = saved_step = initial
+    scheduled = done = initial
     next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
-    try:
-        while scheduled < args.steps or in_flight:
-            if scheduled < args.steps and len(in_flight) < limit:
-                k = min(args.steps_per_execution, args.steps - scheduled)
-                in_flight.append((schedule(k), k))
-                scheduled += k
-                continue
-            remote_loss, k = in_flight.popleft()
-            loss = fetch_loss(tf, remote_loss)
-            done += k
-            progress.update(done, loss)
-            if done >= next_checkpoint:
-                saved_step = int(state.step.numpy())
-                state.save(saved_step)
-                next_checkpoint = checkpoint_after(done, args.checkpoint_every)
-    except Terminated:
-        save_when_stopped(state, saved_step)
-        raise
-    return saved_step
+    while scheduled < args.steps or in_flight:
+        if scheduled < args.steps and len(in_flight) < limit:
+            k = min(args.steps_per_execution, args.steps - scheduled)
+            in_flight.append((schedule(k), k))
+            scheduled += k
+            continue
+        remote_loss, k = in_flight.popleft()
+        loss = fetch_loss(tf, remote_loss)
+        done += k
+        progress.update(done, loss)
+        if done >= next_checkpoint:
+            state.save(int(state.step.numpy()))
+            next_checkpoint = checkpoint_after(done, args.checkpoint_every)
 
 
-def save_when_stopped(state, saved_step):
+def save_when_stopped(state):
     """A stop (a deadline, a watch that stopped the job) keeps what was trained since the last checkpoint.
 
     The variables live on the parameter servers, which the watch stops after the leader. A second SIGTERM must not
@@ -118,7 +117,7 @@ def save_when_stopped(state, saved_step):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         step = int(state.step.numpy())
-        if step > saved_step:
+        if state.saved_step is None or step > state.saved_step:
             state.save(step)
             log("stopped at step %d: checkpoint written" % step)
         else:  # stopped right after a periodic checkpoint: nothing to add, and the log says so
@@ -210,8 +209,8 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         scratch = os.path.join(args.task_dir or args.work_dir, "checkpoint-scratch-%d" % os.getpid())
         state.manager = tf.train.CheckpointManager(state.checkpoint, scratch, max_to_keep=1)
 
-    done, saved_step = run_steps(tf, args, lambda k: train_steps(iterator, tf.constant(k)), state, progress, initial)
-    save_last(state, done, saved_step)
+    done = run_steps(tf, args, lambda k: train_steps(iterator, tf.constant(k)), state, progress, initial)
+    save_last(state, done)
     if not is_chief:
         shutil.rmtree(state.manager.directory, ignore_errors=True)
         log("worker finished at step %d" % done)
@@ -234,9 +233,9 @@ def synchronous_strategy(tf, cluster):
 
 def run_steps(tf, args, train_steps, state, progress, initial):
     """Train from step initial to args.steps in the same process (train_steps(k) runs k steps, returning their
-    mean loss), saving a checkpoint every args.checkpoint_every steps; (the last step, the last periodic
-    checkpoint's). progress is None on the tasks other than the chief."""
-    done = saved_step = initial
+    mean loss), saving a checkpoint every args.checkpoint_every steps; the last step. progress is None on the
+    tasks other than the chief."""
+    done = initial
     next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
     while done < args.steps:
         k = min(args.steps_per_execution, args.steps - done, next_checkpoint - done)
@@ -246,9 +245,8 @@ def run_steps(tf, args, train_steps, state, progress, initial):
             progress.update(done, loss)
         if done >= next_checkpoint:
             state.save(done)
-            saved_step = done
             next_checkpoint += args.checkpoint_every
-    return done, saved_step
+    return done
 
 
 def gradient_step(tf, state, average):
@@ -269,9 +267,9 @@ def checkpoint_after(step, every):
     return (step // every + 1) * every
 
 
-def save_last(state, step, saved_step):
+def save_last(state, step):
     """A checkpoint of the last step, unless the last periodic one holds it already."""
-    if step != saved_step or not state.manager.latest_checkpoint:
+    if step != state.saved_step:
         state.save(step)
 
 

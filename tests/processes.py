@@ -1,10 +1,12 @@
 """Process and port helpers shared by the tests (tests/ is on sys.path through tests/conftest.py)."""
 
+import random
 import socket
 import subprocess
 import time
 
 PORT_TRIES = 50
+LOWEST_PORT = 20000  # above the ports services are known by
 
 
 def alive(pid):
@@ -24,21 +26,33 @@ def tf_processes(marker):
 
 
 def free_port_block(count):
-    """A base port with `count` free consecutive ports after it."""
+    """A base port with `count` free consecutive ports after it, below the kernel's ephemeral range.
+
+    Ports the kernel hands out (bind to 0) are also the local ports of outgoing connections: a job that binds the
+    same ports again later (a restart, a rerun) could find one taken by a connection of another test.
+    """
+    first_ephemeral = ephemeral_port_range()[0]
     for attempt in range(PORT_TRIES):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            base = sock.getsockname()[1]
-        if base + count >= 65535:
-            continue
+        base = random.randrange(LOWEST_PORT, first_ephemeral - count)
         try:
             for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
+                for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+                    with socket.socket(family) as probe:
+                        probe.bind((address, port))
             return base
         except OSError:
             continue
-    raise RuntimeError("no block of free ports")
+    raise RuntimeError("no block of %d free ports below %d" % (count, first_ephemeral))
+
+
+def ephemeral_port_range():
+    """(first, last) of the ports the kernel gives to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+            first, last = handle.read().split()
+        return int(first), int(last)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def wait_until(predicate, timeout=20.0):

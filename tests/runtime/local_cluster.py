@@ -23,7 +23,6 @@ import argparse
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,17 +49,6 @@ def _collection_loader():
         init_plugin_loader([COLLECTIONS])
 
 
-def free_ports(count):
-    socks = [socket.socket() for dummy in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _cluster():
     """The collection's cluster model (layout, cluster spec, leader, launches)."""
     _collection_loader()
@@ -72,8 +60,11 @@ def _cluster():
 def layout(workers, ps, evaluators=0, chiefs=1):
     """The tasks of the cluster model's layout on free local ports; address is HOST:PORT here."""
     model = _cluster()
+    from ansible_collections.tfdist.cluster.tests.processes import free_port_block
+
     tasks = model.layout(workers, ps, evaluators, chiefs=chiefs)
-    for task, port in zip(tasks, free_ports(len(tasks))):
+    base = free_port_block(len(tasks))
+    for task, port in zip(tasks, range(base, base + len(tasks))):
         task.update(name=model.task_name(task["type"], task["index"]), address="127.0.0.1:%d" % port)
     return tasks
 

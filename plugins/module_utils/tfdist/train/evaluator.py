@@ -9,6 +9,7 @@ import os
 import time
 
 from .._json_files import now, read_json, write_json
+from .job import raise_if_stopped
 from .model import build_model, evaluate
 from .progress import log, write_scalar
 
@@ -27,6 +28,7 @@ def run_evaluator(tf, keras, np, args, data):
     summaries = tf.summary.create_file_writer(os.path.join(args.tensorboard_dir, "eval")) if args.tensorboard_dir else None
     log("evaluator watching %s" % ckpt_dir)
     while True:
+        raise_if_stopped()
         latest = tf.train.latest_checkpoint(ckpt_dir)
         if latest and latest != evaluated:
             try:

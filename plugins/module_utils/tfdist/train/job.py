@@ -75,8 +75,22 @@ class Terminated(BaseException):
     """SIGTERM (a stop from the supervisor): leave through the failure path, exit 128+signal."""
 
 
+# The signal a stop came with, once one came. The handler's exception is lost when the signal finds Python in a
+# __del__ method (TensorFlow's objects have many; Python prints "Exception ignored in ..." and goes on): the training
+# loops look here too, between steps, so that a stop is never trained through.
+stop_signal = None
+
+
 def on_sigterm(signum, frame):
+    global stop_signal
+    stop_signal = signum
     raise Terminated("terminated by signal %d" % signum, 128 + signum)
+
+
+def raise_if_stopped():
+    """Terminated, if a stop came (whether or not its handler's exception got through)."""
+    if stop_signal is not None:
+        raise Terminated("terminated by signal %d" % stop_signal, 128 + stop_signal)
 
 
 def run(argv=None, settings=None):

@@ -11,7 +11,7 @@ import shutil
 import signal
 
 from .checkpoints import CheckpointMirror
-from .job import Terminated
+from .job import Terminated, raise_if_stopped
 from .model import Trainable
 from .progress import log
 from .results import finish
@@ -74,6 +74,7 @@ def train_parameter_server(tf, keras, np, args, data, cluster, progress):
         schedule_steps(tf, args, lambda k: coordinator.schedule(train_steps, args=(per_worker_iterator, k)),
                        state, progress, initial, limit=args.max_in_flight * num_workers)
         coordinator.join()
+        raise_if_stopped()
         final_step = int(state.step.numpy())
     except Terminated:
         save_when_stopped(state)
@@ -94,6 +95,7 @@ def schedule_steps(tf, args, schedule, state, progress, initial, limit):
     scheduled = done = initial
     next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
     while scheduled < args.steps or in_flight:
+        raise_if_stopped()
         if scheduled < args.steps and len(in_flight) < limit:
             k = min(args.steps_per_execution, args.steps - scheduled)
             in_flight.append((schedule(k), k))
@@ -238,6 +240,7 @@ def run_steps(tf, args, train_steps, state, progress, initial):
     done = initial
     next_checkpoint = checkpoint_after(initial, args.checkpoint_every)
     while done < args.steps:
+        raise_if_stopped()
         k = min(args.steps_per_execution, args.steps - done, next_checkpoint - done)
         loss = float(train_steps(k))
         done += k

@@ -1,10 +1,12 @@
-"""Which errors of reading a step's loss from a worker the parameter-server loop lives with, and which end the job."""
+"""Which errors of reading a step's loss from a worker the parameter-server loop lives with, and which end the job;
+a stop ends the loop even when its signal handler's exception was lost."""
 
+import signal
 from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import strategies
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import job, strategies
 
 
 class UnavailableError(Exception):
@@ -66,3 +68,32 @@ def test_a_loss_a_worker_cannot_hand_back_is_skipped_and_logged(error, capsys):
 def test_errors_of_the_parameter_servers_and_any_other_end_the_job(error):
     with pytest.raises(type(error)):
         strategies.fetch_loss(TF, RemoteLoss(error=error))
+
+
+class LostStop:
+    """Delivers SIGTERM's handler while Python runs a __del__, as a stop that finds TensorFlow collecting an object
+    does: Python prints "Exception ignored in ..." and the Terminated it raised goes nowhere."""
+
+    def __del__(self):
+        job.on_sigterm(signal.SIGTERM, None)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the lost exception, as expected
+def test_a_stop_whose_exception_was_lost_in_a_del_still_stops_the_loop(monkeypatch):
+    monkeypatch.setattr(job, "stop_signal", None)
+    scheduled = []
+
+    def schedule(k):
+        scheduled.append(k)
+        return RemoteLoss(value=0.5)
+
+    def update(done, loss):
+        if done == 2:
+            LostStop()  # made and collected at once: its __del__ runs the handler
+
+    args = SimpleNamespace(steps=100, steps_per_execution=1, checkpoint_every=1000)
+    state = SimpleNamespace(step=SimpleNamespace(numpy=lambda: len(scheduled)))
+    with pytest.raises(job.Terminated) as stopped:
+        strategies.schedule_steps(TF, args, schedule, state, SimpleNamespace(update=update), 0, limit=4)
+    assert stopped.value.args[1] == 128 + signal.SIGTERM
+    assert len(scheduled) == 5  # the queue of 4 and the one refilled after step 1: nothing after the stop

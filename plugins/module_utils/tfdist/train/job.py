@@ -84,7 +84,7 @@ stop_signal = None
 def on_sigterm(signum, frame):
     global stop_signal
     stop_signal = signum
-    raise Terminated("terminated by signal %d" % signum, 128 + signum)
+    raise_if_stopped()
 
 
 def raise_if_stopped():

@@ -58,7 +58,7 @@ options:
       - The longest the job may run, as a duration (V(90s), V(45m), V(12h), V(2d), V(1h30m)), from O(deadline_from).
         Empty, the default, for none.
       - Past it, the watch of the leader's host stops that host's tasks, the leader first (the training program then
-        writes a checkpoint of a parameter_server job), marks O(stop_file) so the other watches stop theirs, and
+        writes a checkpoint of the step it reached), marks O(stop_file) so the other watches stop theirs, and
         fails with RV(deadline_reached). The watches of other hosts stop their tasks by themselves two minutes later
         if no mark came.
     type: str

@@ -191,6 +191,35 @@ def test_multi_worker_mirrored_job_with_an_evaluator(tmp_path):
         lc.stop_all(dirs)
 
 
+def test_a_stopped_multi_worker_mirrored_job_keeps_its_last_step_and_resumes_there(tmp_path):
+    """A stop between periodic checkpoints (a deadline; the watch stops the leader first, then the rest) writes a
+    checkpoint of the step the chief reached, and a relaunch resumes at that step."""
+    work = tmp_path / "mwms-stop"
+    tasks = lc.layout(workers=1, ps=0)
+    dirs = lc.start_cluster(str(work), tasks, strategy="multi_worker_mirrored", steps=100000, checkpoint_every=50000)
+    try:
+        reached = wait_for_step(work, 300, TIMEOUT)
+        assert 300 <= reached < 50000, "chief at step %s; log:\n%s" % (reached, lc.log_tail(dirs["chief-0"]))
+        lc.stop_all(dirs)  # chief-0 first, as the watch does
+        chief_log = lc.log_tail(dirs["chief-0"], 400)
+        [stopped_at] = [int(line.split("stopped at step ")[1].split(":")[0]) for line in chief_log.splitlines()
+                        if "stopped at step " in line and "checkpoint written" in line] or [None]
+        assert stopped_at is not None and stopped_at >= reached, chief_log
+        assert (work / "checkpoints" / ("ckpt-%d.index" % stopped_at)).is_file(), os.listdir(work / "checkpoints")
+        # None left by the SIGKILL that follows a stop ignored: the chief through its stop (128 + SIGTERM), the
+        # worker by its own or by the error of the step its peer left.
+        chief = lc.status(dirs["chief-0"])
+        assert (chief["returncode"], chief["reason"]) == (143, "stopped"), chief
+        for name in dirs:
+            assert "sending SIGKILL" not in lc.log_tail(dirs[name], 400), lc.log_tail(dirs[name])
+
+        dirs = run_job(work, tasks, strategy="multi_worker_mirrored", steps=stopped_at + 20)
+        result = read_json(work / "result.json")
+        assert (result["initial_step"], result["steps"]) == (stopped_at, stopped_at + 20), result
+    finally:
+        lc.stop_all(dirs)
+
+
 def test_chief_finishes_when_a_worker_is_killed_mid_run(tmp_path):
     work = tmp_path / "kill"
     dirs = lc.start_cluster(str(work), lc.layout(workers=2, ps=1), gone_grace=3, steps=1500)

@@ -11,7 +11,7 @@ import shutil
 import signal
 
 from .checkpoints import CheckpointMirror
-from .job import Terminated, raise_if_stopped
+from .job import Terminated, on_sigterm, raise_if_stopped
 from .model import Trainable
 from .progress import log
 from .results import finish
@@ -113,8 +113,8 @@ def schedule_steps(tf, args, schedule, state, progress, initial, limit):
 def save_when_stopped(state):
     """A stop (a deadline, a watch that stopped the job) keeps what was trained since the last checkpoint.
 
-    The variables live on the parameter servers, which the watch stops after the leader. A second SIGTERM must not
-    cut the checkpoint in half; the supervisor's SIGKILL after its stop timeout still ends a save that hangs.
+    A parameter_server job's variables live on its servers, which the watch stops after the leader. A second SIGTERM
+    must not cut the checkpoint in half; the supervisor's SIGKILL after its stop timeout still ends a save that hangs.
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
@@ -211,10 +211,17 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         scratch = os.path.join(args.task_dir or args.work_dir, "checkpoint-scratch-%d" % os.getpid())
         state.manager = tf.train.CheckpointManager(state.checkpoint, scratch, max_to_keep=1)
 
-    done = run_steps(tf, args, lambda k: train_steps(iterator, tf.constant(k)), state, progress, initial)
-    save_last(state, done)
+    try:
+        done = run_steps(tf, args, lambda k: train_steps(iterator, tf.constant(k)), state, progress, initial)
+        save_last(state, done)
+    except Terminated:
+        if is_chief:  # its save alone holds the job's state: every task has the same variables after a step
+            save_when_stopped(state)
+        raise
+    finally:
+        if not is_chief:
+            shutil.rmtree(state.manager.directory, ignore_errors=True)
     if not is_chief:
-        shutil.rmtree(state.manager.directory, ignore_errors=True)
         log("worker finished at step %d" % done)
         return 0
     extra = {"num_workers": len(cluster.get("worker", [])) + (1 if "chief" in cluster else 0) if cluster else 1,
@@ -230,6 +237,9 @@ def synchronous_strategy(tf, cluster):
         raise SystemExit("multi_worker_mirrored takes no ps tasks; cluster is %s" % json.dumps(cluster))
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    # Its coordination service takes SIGTERM for a preemption notifier (of PreemptionCheckpointHandler, not used
+    # here), which makes a stop pass unseen until the supervisor's SIGKILL: stops are the job's own again.
+    signal.signal(signal.SIGTERM, on_sigterm)
     return strategy, "multi_worker_mirrored"
 
 

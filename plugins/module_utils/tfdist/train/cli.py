@@ -80,6 +80,9 @@ def parse_args(argv=None, settings=None):
                    help="training steps run by one scheduled function (fewer round trips)")
     t.add_argument("--max_in_flight", type=int, default=4,
                    help="parameter_server: scheduled functions queued ahead per worker")
+    t.add_argument("--peer_grace", type=float, default=60.0,
+                   help="multi_worker_mirrored: seconds a task whose step failed as a peer left waits to be stopped "
+                        "with the job (a deadline, the watch) before it fails")
     t.add_argument("--seed", type=int, default=42, help="seed of the train/test split and the model init")
     d = p.add_argument_group("data and files")
     data_help = ("builtin:digits, a path, file://, http(s)://, hdfs://, webhdfs:// or s3:// URL of an .npz "

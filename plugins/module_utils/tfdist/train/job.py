@@ -93,20 +93,22 @@ def raise_if_stopped():
         raise Terminated("terminated by signal %d" % stop_signal, 128 + stop_signal)
 
 
+# The exception that ended main(), held to the exit: dropping it would free the frames it holds, and with them
+# TensorFlow's objects, whose destructors can block for good on a peer that left (seen on a multi_worker_mirrored
+# worker stopped after its chief); os._exit ends them all.
+ended_by = None
+
+
 def run(argv=None, settings=None):
     """The task as a process: main(), a failure written to the chief's status.json, and os._exit with the code."""
+    global ended_by
     signal.signal(signal.SIGTERM, on_sigterm)
-    code, why = 1, None
+    why = None
     try:
         code = main(argv, settings)
-    except Terminated as stop:
-        why, code = stop.args
-    except SystemExit as error:  # our own clear messages, and argparse's exits
-        code = error.code if isinstance(error.code, int) else 1
-        why = str(error.code)
     except BaseException as error:
-        traceback.print_exc()
-        why = "%s: %s" % (type(error).__name__, error)
+        ended_by = error
+        code, why = exit_code_and_reason(error)
     if code:
         sys.stderr.write("[train] %s: %s\n" % ("stopped" if code == 128 + signal.SIGTERM else "FAILED", why))
         sys.stderr.flush()
@@ -116,6 +118,17 @@ def run(argv=None, settings=None):
     sys.stderr.flush()
     # os._exit: the coordinator's RPC threads can otherwise hold the interpreter at exit.
     os._exit(code)
+
+
+def exit_code_and_reason(error):
+    """(exit code, why) of a task that main() left with this exception."""
+    if isinstance(error, Terminated):
+        why, code = error.args
+        return code, why
+    if isinstance(error, SystemExit):  # our own clear messages, and argparse's exits
+        return (error.code if isinstance(error.code, int) else 1), str(error.code)
+    traceback.print_exception(type(error), error, error.__traceback__)
+    return 1, "%s: %s" % (type(error).__name__, error)
 
 
 # `python -m tfdist.train.job [FLAGS]` on a node: one task of the training job, flags only.

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import time
 
 from .checkpoints import CheckpointMirror
 from .job import Terminated, on_sigterm, raise_if_stopped
@@ -218,6 +219,10 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         if is_chief:  # its save alone holds the job's state: every task has the same variables after a step
             save_when_stopped(state)
         raise
+    except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as error:
+        if not is_chief:
+            wait_to_be_stopped(error, args.peer_grace)
+        raise
     finally:
         if not is_chief:
             shutil.rmtree(state.manager.directory, ignore_errors=True)
@@ -227,6 +232,21 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
     extra = {"num_workers": len(cluster.get("worker", [])) + (1 if "chief" in cluster else 0) if cluster else 1,
              "num_ps": 0}
     return report_results(keras, np, args, data, state, progress, done, extra)
+
+
+def wait_to_be_stopped(error, grace):
+    """A step of every task failed on this one as a peer left: the leader stopped first at a deadline (the watch
+    stops it before the other tasks), or a task that failed. Stopped within the grace, the task ends as stopped
+    (Terminated), with the job, not as one more failure; else it returns, for the error to be raised."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [""]
+    why = next((line for line in lines if "aborted" in line or "closed" in line), lines[0])  # TF's own words
+    log("a step failed as a peer left (%s: %s); waiting up to %ds to be stopped with the job"
+        % (type(error).__name__, why, grace))
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        raise_if_stopped()
+        time.sleep(0.2)
+    log("not stopped within %ds: the failed step ends this task" % grace)
 
 
 def synchronous_strategy(tf, cluster):

@@ -9,6 +9,7 @@ import json
 import os
 
 from .. import _storage
+from .._supervisor import GONE_GRACE
 
 STRATEGIES = ("parameter_server", "multi_worker_mirrored")
 JOB_NAMES = ("chief", "master", "worker", "ps", "evaluator")
@@ -21,7 +22,9 @@ JOB_SETTINGS = ("strategy", "steps", "batch_size", "learning_rate", "checkpoint_
 # Settings whose absence means "none" (no folder, no URL), and the task's own place.
 OPTIONAL_SETTINGS = {"task_dir": "", "checkpoint_url": "", "model_url": "", "tensorboard_dir": ""}
 TASK_SETTINGS = {"job_name": "chief", "task_index": 0}  # a lone process is the chief
-KNOWN_SETTINGS = set(JOB_SETTINGS) | set(OPTIONAL_SETTINGS) | set(TASK_SETTINGS)
+# Settings the role passes whose default is the supervisor's (the same rule on both sides).
+SHARED_SETTINGS = {"gone_grace": GONE_GRACE}
+KNOWN_SETTINGS = set(JOB_SETTINGS) | set(OPTIONAL_SETTINGS) | set(TASK_SETTINGS) | set(SHARED_SETTINGS)
 
 
 def parse_units(value):
@@ -43,7 +46,7 @@ def settings_with_defaults(settings):
     unknown = sorted(set(settings) - KNOWN_SETTINGS)
     if unknown:
         raise SystemExit("unknown job settings: %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(KNOWN_SETTINGS))))
-    for name, value in list(OPTIONAL_SETTINGS.items()) + list(TASK_SETTINGS.items()):
+    for name, value in list(OPTIONAL_SETTINGS.items()) + list(TASK_SETTINGS.items()) + list(SHARED_SETTINGS.items()):
         if settings.get(name) is None:
             settings[name] = value
     if settings.get("hidden_units") is not None:
@@ -80,9 +83,10 @@ def parse_args(argv=None, settings=None):
                    help="training steps run by one scheduled function (fewer round trips)")
     t.add_argument("--max_in_flight", type=int, default=4,
                    help="parameter_server: scheduled functions queued ahead per worker")
-    t.add_argument("--peer_grace", type=float, default=60.0,
-                   help="multi_worker_mirrored: seconds a task whose step failed as a peer left waits to be stopped "
-                        "with the job (a deadline, the watch) before it fails")
+    t.add_argument("--gone_grace", type=float, default=float(settings["gone_grace"]),
+                   help="multi_worker_mirrored: seconds a task whose step failed as its leader left waits to be "
+                        "stopped with the job (a deadline, the watch) before it fails; the servers' rule, the same "
+                        "seconds (training_gone_grace)")
     t.add_argument("--seed", type=int, default=42, help="seed of the train/test split and the model init")
     d = p.add_argument_group("data and files")
     data_help = ("builtin:digits, a path, file://, http(s)://, hdfs://, webhdfs:// or s3:// URL of an .npz "

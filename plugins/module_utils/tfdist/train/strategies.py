@@ -221,7 +221,7 @@ def train_synchronous(tf, keras, np, args, data, cluster, progress):
         raise
     except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as error:
         if not is_chief:
-            wait_to_be_stopped(error, args.peer_grace)
+            wait_to_be_stopped(error, args.gone_grace)
         raise
     finally:
         if not is_chief:

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._supervisor import GONE_GRACE
 from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist.train import cli
 
 # What the training role renders into a task's script (roles/training/templates/train.py.j2).
@@ -11,7 +12,7 @@ SETTINGS = {
     "job_name": "worker", "task_index": 1, "strategy": "parameter_server", "steps": 300, "batch_size": 64,
     "learning_rate": 0.01, "checkpoint_every": 50, "hidden_units": [64, 64], "data": "/data/digits.npz",
     "work_dir": "/var/lib/tfdist/job", "task_dir": "/var/lib/tfdist/job/tasks/worker-1",
-    "checkpoint_url": "", "model_url": "", "tensorboard_dir": "",
+    "checkpoint_url": "", "model_url": "", "tensorboard_dir": "", "gone_grace": 30.0,
 }
 
 
@@ -27,6 +28,7 @@ def test_the_job_settings_are_the_defaults_of_the_flags():
     assert (args.work_dir, args.task_dir) == ("/var/lib/tfdist/job", "/var/lib/tfdist/job/tasks/worker-1")
     assert (args.checkpoint_url, args.model_url, args.tensorboard_dir) == ("", "", "")
     assert (args.steps_per_execution, args.max_in_flight, args.seed, args.test_fraction) == (10, 4, 42, 0.2)
+    assert args.gone_grace == 30.0
 
 
 def test_flags_win_over_the_settings():
@@ -50,6 +52,7 @@ def test_without_a_job_setting_its_flag_is_required(capsys):
                            "--learning_rate", "0.1", "--hidden_units", "4", "--data", "d.npz", "--work_dir", "w",
                            "--checkpoint_every", "5"])
     assert args.steps == 10 and args.fallback_task == ("chief", 0) and args.task_dir == ""
+    assert args.gone_grace == GONE_GRACE  # the servers' grace, one rule on both sides
 
 
 def test_an_unknown_setting_is_named():

@@ -109,13 +109,18 @@ def cluster_containers(client, cluster):
     return client.containers.list(all=True, filters={"label": f"tfdist_cluster={cluster}"})
 
 
+def job_file(client, cluster, node, path):
+    """A file of the cluster's job folder on a node (/var/lib/tfdist/CLUSTER/PATH), read inside its container: its
+    bytes, or cat's error when there is none."""
+    return client.containers.get(f"{cluster}-{node}").exec_run(["cat", f"/var/lib/tfdist/{cluster}/{path}"]).output
+
+
 def chief_status(client, cluster):
     """The chief's status.json, read inside its container; {} while there is none to read."""
     import docker.errors  # the engine fixture made sure the SDK is there
 
     try:
-        out = client.containers.get(f"{cluster}-chief-0").exec_run(f"cat /var/lib/tfdist/{cluster}/status.json").output
-        return json.loads(out)
+        return json.loads(job_file(client, cluster, "chief-0", "status.json"))
     except (docker.errors.NotFound, ValueError):  # no container (not made yet, replaced), no file, half written
         return {}
     except docker.errors.APIError as error:

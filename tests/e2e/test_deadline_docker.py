@@ -5,10 +5,12 @@ and ends stopped, as every task does, within seconds: no task that only a SIGKIL
 import re
 
 from ansible_cli import run_playbook, tail
+from docker_engine import job_file
 
 
 def node_file(engine, name, task, path):
-    return engine.containers.get(f"{name}-{task}").exec_run(["cat", f"/var/lib/tfdist/{name}/{path}"]).output.decode()
+    """A file of the job folder on the node of task (one task per node here), as text."""
+    return job_file(engine, name, task, path).decode(errors="replace")
 
 
 def test_a_deadline_stops_a_multi_worker_mirrored_job_on_separate_hosts_keeping_its_last_step(engine, docker_cluster):

@@ -10,15 +10,14 @@ import time
 
 from ansible_collections.tfdist.cluster.plugins.module_utils.tfdist._json_files import read_json
 from ansible_cli import REPO, start_playbook
-from docker_engine import chief_status
+from docker_engine import chief_status, job_file
 
 BLIP_SECONDS = 20
 STEPS = 1500  # the blip starts at step 300 and the job cannot step while its leader is cut off
 
 
 def task_log(engine, cluster, node, task):
-    container = engine.containers.get(f"{cluster}-{node}")
-    return container.exec_run(["cat", f"/var/lib/tfdist/{cluster}/tasks/{task}/task.log"]).output.decode(errors="replace")
+    return job_file(engine, cluster, node, f"tasks/{task}/task.log").decode(errors="replace")
 
 
 def ends_only_after_an_announcement(log):
@@ -84,6 +83,4 @@ def test_a_leader_cut_off_from_the_cluster_for_20_s_does_not_end_the_job(engine,
 
 def read_ps_run(engine, cluster):
     """The parameter server's run: its supervisor's record of when it started."""
-    container = engine.containers.get(f"{cluster}-ps-0")
-    out = container.exec_run(["cat", f"/var/lib/tfdist/{cluster}/tasks/ps-0/task.json"]).output
-    return json.loads(out)["started_at"]
+    return json.loads(job_file(engine, cluster, "ps-0", "tasks/ps-0/task.json"))["started_at"]

@@ -93,22 +93,27 @@ def raise_if_stopped():
         raise Terminated("terminated by signal %d" % stop_signal, 128 + stop_signal)
 
 
-# The exception that ended main(), held to the exit: dropping it would free the frames it holds, and with them
-# TensorFlow's objects, whose destructors can block for good on a peer that left (seen on a multi_worker_mirrored
-# worker stopped after its chief); os._exit ends them all.
-ended_by = None
-
-
 def run(argv=None, settings=None):
     """The task as a process: main(), a failure written to the chief's status.json, and os._exit with the code."""
-    global ended_by
-    signal.signal(signal.SIGTERM, on_sigterm)
-    why = None
+    handle_stops()
     try:
         code = main(argv, settings)
     except BaseException as error:
-        ended_by = error
-        code, why = exit_code_and_reason(error)
+        # Exit from here, the exception alive: dropping it would free the frames it holds, and with them TensorFlow's
+        # objects, whose destructors can block for good on a peer that left (seen on a multi_worker_mirrored task
+        # stopped after its peer); os._exit ends them all.
+        end(*exit_code_and_reason(error))
+    else:
+        end(code, None)
+
+
+def handle_stops():
+    """SIGTERM (the supervisor's stop) raises Terminated; installed again by whoever took it over."""
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def end(code, why):
+    """Say why a task that did not succeed ended (its log, the chief's status.json), then os._exit with its code."""
     if code:
         sys.stderr.write("[train] %s: %s\n" % ("stopped" if code == 128 + signal.SIGTERM else "FAILED", why))
         sys.stderr.flush()

@@ -12,7 +12,7 @@ import signal
 import time
 
 from .checkpoints import CheckpointMirror
-from .job import Terminated, on_sigterm, raise_if_stopped
+from .job import Terminated, handle_stops, raise_if_stopped
 from .model import Trainable
 from .progress import log
 from .results import finish
@@ -259,7 +259,7 @@ def synchronous_strategy(tf, cluster):
         cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
     # Its coordination service takes SIGTERM for a preemption notifier (of PreemptionCheckpointHandler, not used
     # here), which makes a stop pass unseen until the supervisor's SIGKILL: stops are the job's own again.
-    signal.signal(signal.SIGTERM, on_sigterm)
+    handle_stops()
     return strategy, "multi_worker_mirrored"
 
 
